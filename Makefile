@@ -1,0 +1,38 @@
+# PS Lab: two commands do everything.
+#   make lab    install into .venv (first time only) and open JupyterLab on notebooks/
+#   make test   install if needed, then run every test
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+KERNEL := pslab
+
+.PHONY: lab test install kernel bench clean-runs
+
+install: $(STAMP)
+
+# Re-install whenever the pinned dependencies change.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -e .
+	$(MAKE) kernel
+	touch $(STAMP)
+
+# The kit's Jupyter kernel sets the same environment `import labkit` sets.
+kernel:
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) \
+	  --display-name "PS Lab (TensorFlow 2.21)" \
+	  --env TF_USE_LEGACY_KERAS 1 --env GRPC_FAIL_FAST use_caller --env TF_CPP_MIN_LOG_LEVEL 2
+
+# Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels.
+lab: install
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+
+test: install
+	$(PY) -m pytest
+
+bench: install
+	$(PY) -m labkit.bench startup
+
+clean-runs:
+	rm -rf runs

@@ -1,0 +1,43 @@
+"""PS Lab helper package: local parameter-server clusters for learning.
+
+Import it before TensorFlow. It sets the environment every task of the kit needs:
+
+- ``TF_USE_LEGACY_KERAS=1``: ``tf.keras`` becomes Keras 2 (tf_keras). Keras 3's
+  ``model.fit`` does not support ParameterServerStrategy.
+- ``GRPC_FAIL_FAST=use_caller``: without it, worker fault tolerance does not work.
+- ``TF_CPP_MIN_LOG_LEVEL=2``: hides TensorFlow's C++ info messages (if unset).
+"""
+import os
+import sys
+
+__version__ = "0.1.0"
+
+REQUIRED_ENV = {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller"}
+DEFAULT_ENV = {"TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+class KerasVersionError(RuntimeError):
+    """TensorFlow was imported with Keras 3 before labkit could select Keras 2."""
+
+
+def _configure_environment():
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is not None and not getattr(tensorflow, "_tf_uses_legacy_keras", False):
+        raise KerasVersionError(
+            "TensorFlow was imported before labkit, so tf.keras is Keras 3, whose "
+            "model.fit cannot train with ParameterServerStrategy.\n"
+            "Fix: restart the kernel (Kernel > Restart Kernel), then run "
+            "`import labkit` before `import tensorflow`. In a script, put "
+            "`import labkit` first, or set TF_USE_LEGACY_KERAS=1 before Python starts."
+        )
+    os.environ.update(REQUIRED_ENV)
+    for name, value in DEFAULT_ENV.items():
+        os.environ.setdefault(name, value)
+
+
+_configure_environment()
+
+from labkit.cluster import ClusterStartError, LocalCluster  # noqa: E402
+from labkit.tfconfig import TFConfigError  # noqa: E402
+
+__all__ = ["LocalCluster", "ClusterStartError", "TFConfigError", "KerasVersionError"]

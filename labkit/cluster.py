@@ -1,0 +1,327 @@
+"""LocalCluster: a real parameter-server cluster made of local processes.
+
+Every task (each worker, each parameter server) is its own OS process running
+``python -m labkit.server``, configured only by its own TF_CONFIG, exactly as
+on a real machine. The process that owns the LocalCluster is the coordinator.
+
+No orphans: each task exits when its stdin pipe closes, which happens however
+the owner dies (exception, Ctrl-C, SIGKILL, kernel restart); clusters are also
+stopped at interpreter exit and when a new cluster with the same name starts.
+"""
+import atexit
+import html
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import portpicker
+import psutil
+
+from labkit import tfconfig
+from labkit.server import EXIT_PORT_IN_USE
+
+HOST = "localhost"
+READY_POLL_SECONDS = 0.05
+STOP_GRACE_SECONDS = 5.0
+PORT_ATTEMPTS = 3
+STATE_DIR = Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
+
+_live_clusters = {}  # name -> LocalCluster, so a re-run cell replaces its old cluster
+
+
+class ClusterStartError(RuntimeError):
+    """A task process died or never became reachable while the cluster started."""
+
+
+def pick_port():
+    """A free TCP port on this machine."""
+    return portpicker.pick_unused_port()
+
+
+@dataclass
+class Task:
+    """One task process of the cluster."""
+
+    type: str
+    index: int
+    port: int
+    log_path: Path
+    process: subprocess.Popen = None
+    started_at: float = 0.0
+    restarts: int = field(default=0)
+
+    @property
+    def name(self):
+        return f"{self.type}:{self.index}"
+
+    @property
+    def address(self):
+        return f"{HOST}:{self.port}"
+
+    @property
+    def pid(self):
+        return self.process.pid if self.process else None
+
+    def alive(self):
+        return self.process is not None and self.process.poll() is None
+
+    def accepts_connections(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    def log_tail(self, lines=10):
+        if not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+class LocalCluster:
+    """A PS cluster of local processes: ``num_workers`` workers and ``num_ps`` parameter servers.
+
+    With ``chief=True`` the cluster spec also lists a chief (the coordinator) at a
+    reserved port, as a multi-machine TF_CONFIG would. Use it as a context manager,
+    or call ``stop()`` when done.
+    """
+
+    def __init__(self, num_workers=2, num_ps=1, chief=False, name="default",
+                 log_dir=None, start=True, ready_timeout=90.0):
+        if not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"num_workers must be a whole number >= 1, got {num_workers!r}: "
+                             "a PS cluster needs at least one worker to run steps.")
+        if not isinstance(num_ps, int) or num_ps < 1:
+            raise ValueError(f"num_ps must be a whole number >= 1, got {num_ps!r}: "
+                             "a PS cluster needs at least one parameter server to hold variables.")
+        self.num_workers, self.num_ps, self.chief, self.name = num_workers, num_ps, chief, name
+        self.ready_timeout = ready_timeout
+        self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix=f"labkit-{name}-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.ready_seconds = None
+        self.tasks = []
+        self.chief_port = None
+        previous = _live_clusters.get(name)
+        if previous is not None and previous.running:
+            print(f"labkit: stopping the earlier cluster named {name!r} before starting this one.")
+            previous.stop()
+        _live_clusters[name] = self
+        if start:
+            self.start()
+
+    # ----- the cluster description ---------------------------------------
+    @property
+    def cluster_spec(self):
+        """The ``cluster`` part of TF_CONFIG: job name -> list of "host:port"."""
+        spec = {}
+        if self.chief_port:
+            spec["chief"] = [f"{HOST}:{self.chief_port}"]
+        for task in self.tasks:
+            spec.setdefault(task.type, []).append(task.address)
+        return spec
+
+    def tf_config(self, task="chief:0"):
+        """The TF_CONFIG (a dict) of one task, e.g. ``"worker:1"``."""
+        task_type, task_index = tfconfig.parse_task(task)
+        return tfconfig.build(self.cluster_spec, task_type, task_index)
+
+    def task(self, name):
+        """The Task called ``name`` ("worker:0", "ps:1", ...)."""
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(f"no task {name!r} in this cluster; its tasks are "
+                       f"{', '.join(t.name for t in self.tasks)}.")
+
+    # ----- lifecycle ------------------------------------------------------
+    @property
+    def running(self):
+        return any(task.alive() for task in self.tasks)
+
+    def start(self):
+        """Start every task in parallel and return once all accept connections."""
+        began = time.monotonic()
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self._assign_ports()
+            for task in self.tasks:
+                self._launch(task)
+            try:
+                self._wait_until_ready(self.tasks)
+                break
+            except _PortInUse:
+                self._terminate_all()
+                if attempt == PORT_ATTEMPTS:
+                    raise ClusterStartError(f"could not find free ports after {attempt} attempts; "
+                                            "is something grabbing ports on this machine?")
+            except BaseException:
+                self._terminate_all()
+                raise
+        self.ready_seconds = time.monotonic() - began
+        atexit.register(self.stop)
+        self._write_state()
+        return self
+
+    def kill(self, task):
+        """Kill one task with SIGKILL, as a crashed machine would die."""
+        target = self.task(task)
+        if target.alive():
+            target.process.kill()
+            target.process.wait()
+        self._write_state()
+
+    def restart(self, task):
+        """Restart one task on the same port (killing it first if needed); wait until it serves."""
+        target = self.task(task)
+        self.kill(task)
+        target.restarts += 1
+        self._launch(target)
+        self._wait_until_ready([target])
+        self._write_state()
+
+    def stop(self):
+        """Stop every task (SIGTERM, then SIGKILL after a grace period). Safe to call twice."""
+        self._terminate_all()
+        self._state_file().unlink(missing_ok=True)
+        if _live_clusters.get(self.name) is self:
+            del _live_clusters[self.name]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    # ----- TensorFlow helpers ----------------------------------------------
+    def resolver(self):
+        """A cluster resolver for the coordinator: this process, listed as chief:0 if the spec has a chief."""
+        import tensorflow as tf
+
+        task_type, task_id = ("chief", 0) if self.chief else (None, None)
+        return tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(self.cluster_spec), task_type=task_type, task_id=task_id,
+            rpc_layer="grpc")
+
+    def strategy(self, **kwargs):
+        """A ParameterServerStrategy connected to this cluster (kwargs go to the strategy)."""
+        import tensorflow as tf
+
+        return tf.distribute.ParameterServerStrategy(self.resolver(), **kwargs)
+
+    # ----- watching -----------------------------------------------------------
+    def status(self):
+        """One dict per task: name, address, pid, alive, uptime (s), restarts, last log line."""
+        now = time.monotonic()
+        return [{"task": t.name, "address": t.address, "pid": t.pid, "alive": t.alive(),
+                 "uptime_s": round(now - t.started_at, 1) if t.alive() else 0.0,
+                 "restarts": t.restarts, "last_log_line": t.log_tail(1)} for t in self.tasks]
+
+    def logs(self, task, lines=20):
+        """The last ``lines`` lines of one task's log file."""
+        return self.task(task).log_tail(lines)
+
+    def __repr__(self):
+        rows = [f"LocalCluster {self.name!r}: {self.num_workers} worker(s), {self.num_ps} ps, "
+                f"logs in {self.log_dir}"]
+        for row in self.status():
+            state = f"alive {row['uptime_s']:.0f}s" if row["alive"] else "dead"
+            rows.append(f"  {row['task']:<9} {row['address']:<16} pid {row['pid']!s:<7} {state}")
+        return "\n".join(rows)
+
+    def _repr_html_(self):
+        head = "".join(f"<th>{h}</th>" for h in ("task", "address", "pid", "alive", "uptime", "last log line"))
+        body = "".join(
+            f"<tr><td>{r['task']}</td><td>{r['address']}</td><td>{r['pid']}</td>"
+            f"<td>{'&#9989; alive' if r['alive'] else '&#10060; dead'}</td><td>{r['uptime_s']:.0f} s</td>"
+            f"<td><code>{html.escape(r['last_log_line'][-100:])}</code></td></tr>" for r in self.status())
+        return (f"<b>LocalCluster {html.escape(self.name)}</b> &mdash; logs in "
+                f"<code>{html.escape(str(self.log_dir))}</code>"
+                f"<table><tr>{head}</tr>{body}</table>"
+                "<small>TF servers listen on all network interfaces without authentication.</small>")
+
+    # ----- internals --------------------------------------------------------
+    def _assign_ports(self):
+        self.chief_port = pick_port() if self.chief else None
+        roles = [("ps", i) for i in range(self.num_ps)] + [("worker", i) for i in range(self.num_workers)]
+        self.tasks = [Task(kind, index, pick_port(), self.log_dir / f"{kind}-{index}.log")
+                      for kind, index in roles]
+
+    def _launch(self, task):
+        env = dict(os.environ, TF_CONFIG=json.dumps(self.tf_config(task.name)),
+                   LABKIT_EXIT_WITH_PARENT="1", PYTHONUNBUFFERED="1")
+        with open(task.log_path, "ab") as log:
+            task.process = subprocess.Popen(
+                [sys.executable, "-m", "labkit.server"], env=env, stdin=subprocess.PIPE,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        task.started_at = time.monotonic()
+
+    def _wait_until_ready(self, tasks):
+        deadline = time.monotonic() + self.ready_timeout
+        waiting = list(tasks)
+        while waiting:
+            for task in list(waiting):
+                code = task.process.poll()
+                if code == EXIT_PORT_IN_USE:
+                    raise _PortInUse(task.name)
+                if code is not None:
+                    raise ClusterStartError(f"{task.name} exited with code {code} while starting. "
+                                            f"Last lines of {task.log_path}:\n{task.log_tail()}")
+                if task.accepts_connections():
+                    waiting.remove(task)
+            if waiting and time.monotonic() > deadline:
+                names = ", ".join(t.name for t in waiting)
+                raise ClusterStartError(f"{names} did not accept connections within {self.ready_timeout:.0f} s. "
+                                        f"Last lines of {waiting[0].log_path}:\n{waiting[0].log_tail()}")
+            time.sleep(READY_POLL_SECONDS)
+
+    def _terminate_all(self):
+        running = [t for t in self.tasks if t.alive()]
+        for task in running:
+            task.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for task in running:
+            try:
+                task.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                task.process.kill()
+                task.process.wait()
+        for task in self.tasks:
+            if task.process and task.process.stdin:
+                task.process.stdin.close()
+
+    def _state_file(self):
+        return STATE_DIR / f"{self.name}-{os.getpid()}.json"
+
+    def _write_state(self):
+        """Record this cluster for `labkit status` in other processes."""
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
+                 "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
+        self._state_file().write_text(json.dumps(state, indent=1))
+
+
+class _PortInUse(Exception):
+    """A task could not bind its port (another program took it after we picked it)."""
+
+
+def running_clusters():
+    """Clusters recorded by live LocalCluster owners on this machine, with each task's liveness."""
+    found = []
+    for path in sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []:
+        state = json.loads(path.read_text())
+        if not psutil.pid_exists(state["owner_pid"]):
+            path.unlink(missing_ok=True)
+            continue
+        for task in state["tasks"]:
+            task["alive"] = task["pid"] is not None and psutil.pid_exists(task["pid"])
+        found.append(state)
+    return found
+
+
+__all__ = ["LocalCluster", "ClusterStartError", "Task", "pick_port", "running_clusters"]

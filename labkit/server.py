@@ -1,0 +1,62 @@
+"""One task of a parameter-server cluster: ``python -m labkit.server``.
+
+Exactly what runs on each real machine: the process reads its role from the
+TF_CONFIG environment variable, starts a TensorFlow gRPC server and serves
+until it is stopped. Parameter servers hold variables; workers run the
+functions the coordinator schedules. Neither runs any training code itself.
+
+Security: ``tf.distribute.Server`` listens on ALL network interfaces with no
+authentication. Anyone who can reach the port can run operations here.
+"""
+import os
+import sys
+import threading
+
+import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
+from labkit import tfconfig
+
+SERVING_ROLES = ("ps", "worker")
+# Exit code that tells LocalCluster "the port was taken: pick another and retry".
+EXIT_PORT_IN_USE = 75
+
+
+def exit_when_parent_exits():
+    """Exit as soon as our stdin closes, which happens when the parent dies by any route."""
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
+def main():
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        sys.exit("labkit.server: TF_CONFIG is not set. Set it to this task's JSON, e.g. "
+                 "the output of `labkit tf-config worker:0`.")
+    try:
+        config = tfconfig.validate(raw)
+    except tfconfig.TFConfigError as error:
+        sys.exit(f"labkit.server: bad TF_CONFIG: {error}")
+    task_type, task_index = config["task"]["type"], config["task"]["index"]
+    if task_type not in SERVING_ROLES:
+        sys.exit(f"labkit.server: task type {task_type!r} does not run a server here. Only "
+                 f"{' and '.join(SERVING_ROLES)} tasks do; the chief runs your training "
+                 "program and the evaluator runs an evaluation loop.")
+    if os.environ.get("LABKIT_EXIT_WITH_PARENT") == "1":
+        threading.Thread(target=exit_when_parent_exits, daemon=True).start()
+
+    import tensorflow as tf
+
+    address = config["cluster"][task_type][task_index]
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    try:
+        server = tf.distribute.Server(resolver.cluster_spec(), job_name=task_type,
+                                      task_index=task_index, protocol="grpc", start=True)
+    except tf.errors.UnknownError as error:
+        print(f"labkit.server: could not listen on {address}: {error.message}", flush=True)
+        sys.exit(EXIT_PORT_IN_USE)
+    print(f"labkit.server: {task_type}:{task_index} serving at {address} "
+          "(listening on all interfaces, no authentication)", flush=True)
+    server.join()
+
+
+if __name__ == "__main__":
+    main()
