@@ -72,6 +72,17 @@ class Task:
     def alive(self):
         return self.process is not None and self.process.poll() is None
 
+    def serving(self):
+        """True once this task's own process listens on its port and accepts a connection."""
+        return self.listening() and self.accepts_connections()
+
+    def listening(self):
+        try:
+            sockets = psutil.Process(self.pid).net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, TypeError):
+            return False
+        return any(s.status == psutil.CONN_LISTEN and s.laddr.port == self.port for s in sockets)
+
     def accepts_connections(self):
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
@@ -272,7 +283,7 @@ class LocalCluster:
                 if code is not None:
                     raise ClusterStartError(f"{task.name} exited with code {code} while starting. "
                                             f"Last lines of {task.log_path}:\n{task.log_tail()}")
-                if task.accepts_connections():
+                if task.serving():
                     waiting.remove(task)
             if waiting and time.monotonic() > deadline:
                 names = ", ".join(t.name for t in waiting)

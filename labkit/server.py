@@ -40,8 +40,6 @@ def main():
         sys.exit(f"labkit.server: task type {task_type!r} does not run a server here. Only "
                  f"{' and '.join(SERVING_ROLES)} tasks do; the chief runs your training "
                  "program and the evaluator runs an evaluation loop.")
-    if os.environ.get("LABKIT_EXIT_WITH_PARENT") == "1":
-        threading.Thread(target=exit_when_parent_exits, daemon=True).start()
 
     import tensorflow as tf
 
@@ -53,6 +51,9 @@ def main():
     except tf.errors.UnknownError as error:
         print(f"labkit.server: could not listen on {address}: {error.message}", flush=True)
         sys.exit(EXIT_PORT_IN_USE)
+    if os.environ.get("LABKIT_EXIT_WITH_PARENT") == "1":
+        # Started only now, so a parent that died during start-up is noticed at once here.
+        threading.Thread(target=exit_when_parent_exits, daemon=True).start()
     print(f"labkit.server: {task_type}:{task_index} serving at {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()

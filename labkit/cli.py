@@ -1,0 +1,129 @@
+"""The ``labkit`` command: ``labkit --help`` lists the subcommands."""
+import argparse
+import json
+import os
+import platform
+import signal
+import sys
+import time
+
+import labkit
+from labkit import tfconfig
+from labkit.cluster import LocalCluster, pick_port, running_clusters
+
+
+def cmd_up(args):
+    """Run a local cluster in the foreground until Ctrl-C."""
+    with LocalCluster(args.workers, args.ps, chief=True, name="cli-up") as cluster:
+        print(f"Cluster ready in {cluster.ready_seconds:.1f} s. Logs: {cluster.log_dir}")
+        for task in [t.name for t in cluster.tasks] + ["chief:0"]:
+            print(f"\n{task}: TF_CONFIG='{json.dumps(cluster.tf_config(task))}'")
+        print(f"\n{tfconfig.SECURITY_WARNING}\nPress Ctrl-C to stop every task.")
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            while cluster.running:
+                time.sleep(1)
+            print("every task has exited")
+        except KeyboardInterrupt:
+            print("\nstopping...")
+
+
+def cmd_status(args):
+    """Show the clusters started by LocalCluster on this machine."""
+    clusters = running_clusters()
+    if not clusters:
+        print("no running labkit clusters")
+    for state in clusters:
+        print(f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})")
+        for task in state["tasks"]:
+            print(f"  {task['task']:<9} {task['address']:<16} pid {task['pid']:<7} "
+                  f"{'alive' if task['alive'] else 'dead'}")
+
+
+def cmd_tf_config(args):
+    """Print (and explain) the TF_CONFIG of one task of a cluster."""
+    cluster = {"ps": [f"{args.host}:{args.base_port + i}" for i in range(args.ps)],
+               "worker": [f"{args.host}:{args.base_port + args.ps + i}" for i in range(args.workers)],
+               "chief": [f"{args.host}:{args.base_port + args.ps + args.workers}"]}
+    task_type, task_index = tfconfig.parse_task(args.task)
+    config = tfconfig.build(cluster, task_type, task_index)
+    print(json.dumps(config) if args.json else tfconfig.explain(config))
+
+
+def cmd_doctor(args):
+    """Check the environment: versions, cores, memory, free ports, security facts."""
+    import psutil
+
+    print(f"Python      {platform.python_version()} ({sys.executable})")
+    print(f"labkit      {labkit.__version__}")
+    print(f"cores       {os.cpu_count()}   memory {psutil.virtual_memory().total / 2**30:.1f} GiB")
+    print(f"free port   {pick_port()} (LocalCluster picks ports like this one)")
+    for name in ("TF_USE_LEGACY_KERAS", "GRPC_FAIL_FAST", "TF_CPP_MIN_LOG_LEVEL"):
+        print(f"{name:<21} {os.environ.get(name)}")
+    import tensorflow as tf
+
+    print(f"TensorFlow  {tf.__version__}   tf.keras {tf.keras.__version__} "
+          f"({'Keras 2 (tf_keras): PS training works' if tf.keras.__version__.startswith('2') else 'Keras 3: PS model.fit will fail'})")
+    print(tfconfig.SECURITY_WARNING)
+
+
+def cmd_demo(args):
+    """Train MNIST with model.fit on a local PS cluster and print the test accuracy."""
+    began = time.monotonic()
+    from labkit import fit, models
+    from labkit.data import load_mnist
+
+    data = load_mnist()
+    print(data)
+    with LocalCluster(args.workers, args.ps, name="demo") as cluster:
+        print(f"cluster of {args.workers} worker(s) and {args.ps} ps ready in {cluster.ready_seconds:.1f} s")
+        strategy = cluster.strategy()
+        with strategy.scope():
+            model = models.mnist_mlp()
+        fit.fit(model, data.x_train, data.y_train, epochs=args.epochs,
+                steps_per_epoch=args.steps_per_epoch, global_batch_size=args.batch_size)
+        test_accuracy = fit.accuracy(model, data.x_test, data.y_test)
+    print(f"test accuracy: {test_accuracy:.4f} ({len(data.x_test)} test images, "
+          f"{time.monotonic() - began:.0f} s in all)")
+    if test_accuracy < args.target:
+        sys.exit(f"test accuracy {test_accuracy:.4f} is below the target {args.target}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    up = commands.add_parser("up", help=cmd_up.__doc__)
+    status = commands.add_parser("status", help=cmd_status.__doc__)
+    tf_config = commands.add_parser("tf-config", help=cmd_tf_config.__doc__)
+    doctor = commands.add_parser("doctor", help=cmd_doctor.__doc__)
+    demo = commands.add_parser("demo", help=cmd_demo.__doc__)
+    for sub in (up, demo):
+        sub.add_argument("--workers", type=int, default=2, help="number of workers (default 2)")
+        sub.add_argument("--ps", type=int, default=1, help="number of parameter servers (default 1)")
+    tf_config.add_argument("task", help='which task, e.g. "worker:0", "ps:0" or "chief:0"')
+    tf_config.add_argument("--workers", type=int, default=2)
+    tf_config.add_argument("--ps", type=int, default=1)
+    tf_config.add_argument("--host", default="localhost")
+    tf_config.add_argument("--base-port", type=int, default=2222)
+    tf_config.add_argument("--json", action="store_true", help="print only the JSON")
+    demo.add_argument("--epochs", type=int, default=8)
+    demo.add_argument("--steps-per-epoch", type=int, default=100)
+    demo.add_argument("--batch-size", type=int, default=64)
+    demo.add_argument("--target", type=float, default=0.0,
+                      help="exit with an error if test accuracy ends below this")
+    up.set_defaults(run=cmd_up)
+    status.set_defaults(run=cmd_status)
+    tf_config.set_defaults(run=cmd_tf_config)
+    doctor.set_defaults(run=cmd_doctor)
+    demo.set_defaults(run=cmd_demo)
+
+    args = parser.parse_args(argv)
+    try:
+        args.run(args)
+    except (tfconfig.TFConfigError, ValueError) as error:
+        sys.exit(f"labkit {args.command}: {error}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""Shared test fixtures. Every test must leave no labkit task process behind."""
+import time
+
+import psutil
+import pytest
+
+import labkit  # noqa: F401  (selects Keras 2 before any test imports TensorFlow)
+
+
+def task_processes():
+    """Live `python -m labkit.server` processes on this machine."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        cmdline = process.info["cmdline"] or []
+        if "labkit.server" in cmdline and process.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(process)
+    return found
+
+
+def is_running(pid):
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until_gone(pids, timeout=15.0):
+    """Wait for every pid to exit; return the ones still alive after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if is_running(pid)]
+        time.sleep(0.1)
+    return alive
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_orphan_task_processes():
+    """Fail a test module after which a task process it started is still running."""
+    before = {p.pid for p in task_processes()}
+    yield
+    started = [p.pid for p in task_processes() if p.pid not in before]
+    assert wait_until_gone(started) == [], "task processes outlived the test that started them"
