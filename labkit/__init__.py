@@ -5,8 +5,10 @@ Import it before TensorFlow. It sets the environment every task of the kit needs
 - ``TF_USE_LEGACY_KERAS=1``: ``tf.keras`` becomes Keras 2 (tf_keras). Keras 3's
   ``model.fit`` does not support ParameterServerStrategy.
 - ``GRPC_FAIL_FAST=use_caller``: without it, worker fault tolerance does not work.
-- ``TF_CPP_MIN_LOG_LEVEL=2``: hides TensorFlow's C++ info messages (if unset).
+- ``TF_CPP_MIN_LOG_LEVEL=2``: hides TensorFlow's C++ info messages (if unset);
+  TensorFlow's Python INFO messages are hidden too (warnings and errors stay).
 """
+import logging
 import os
 import sys
 
@@ -33,6 +35,26 @@ def _configure_environment():
     os.environ.update(REQUIRED_ENV)
     for name, value in DEFAULT_ENV.items():
         os.environ.setdefault(name, value)
+    # A filter, not a level: TensorFlow resets the level to INFO in interactive sessions.
+    logging.getLogger("tensorflow").addFilter(lambda record: record.levelno >= logging.WARNING)
+
+
+def versions():
+    """The versions that matter for PS training, as a dict (this imports TensorFlow)."""
+    import platform
+
+    import tensorflow as tf
+
+    if getattr(tf, "_tf_uses_legacy_keras", False):
+        import tf_keras
+
+        keras = f"Keras 2 (tf_keras {tf_keras.__version__}): PS model.fit works"
+    else:
+        import keras as keras3
+
+        keras = f"Keras {keras3.__version__}: PS model.fit will fail; import labkit first"
+    return {"python": platform.python_version(), "labkit": __version__,
+            "tensorflow": tf.__version__, "tf.keras": keras}
 
 
 _configure_environment()
@@ -40,4 +62,4 @@ _configure_environment()
 from labkit.cluster import ClusterStartError, LocalCluster  # noqa: E402
 from labkit.tfconfig import TFConfigError  # noqa: E402
 
-__all__ = ["LocalCluster", "ClusterStartError", "TFConfigError", "KerasVersionError"]
+__all__ = ["versions", "LocalCluster", "ClusterStartError", "TFConfigError", "KerasVersionError"]

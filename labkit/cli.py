@@ -2,7 +2,6 @@
 import argparse
 import json
 import os
-import platform
 import signal
 import sys
 import time
@@ -54,16 +53,13 @@ def cmd_doctor(args):
     """Check the environment: versions, cores, memory, free ports, security facts."""
     import psutil
 
-    print(f"Python      {platform.python_version()} ({sys.executable})")
-    print(f"labkit      {labkit.__version__}")
+    print(f"interpreter {sys.executable}")
     print(f"cores       {os.cpu_count()}   memory {psutil.virtual_memory().total / 2**30:.1f} GiB")
     print(f"free port   {pick_port()} (LocalCluster picks ports like this one)")
     for name in ("TF_USE_LEGACY_KERAS", "GRPC_FAIL_FAST", "TF_CPP_MIN_LOG_LEVEL"):
         print(f"{name:<21} {os.environ.get(name)}")
-    import tensorflow as tf
-
-    print(f"TensorFlow  {tf.__version__}   tf.keras {tf.keras.__version__} "
-          f"({'Keras 2 (tf_keras): PS training works' if tf.keras.__version__.startswith('2') else 'Keras 3: PS model.fit will fail'})")
+    for name, version in labkit.versions().items():
+        print(f"{name:<11} {version}")
     print(tfconfig.SECURITY_WARNING)
 
 
