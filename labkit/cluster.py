@@ -25,12 +25,13 @@ import portpicker
 import psutil
 
 from labkit import tfconfig
-from labkit.server import EXIT_PORT_IN_USE
 
 HOST = "localhost"
 READY_POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 PORT_ATTEMPTS = 3
+# Exit code of labkit.server meaning "the port was taken: pick another and retry".
+EXIT_PORT_IN_USE = 75
 STATE_DIR = Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
 
 _live_clusters = {}  # name -> LocalCluster, so a re-run cell replaces its old cluster

@@ -14,10 +14,9 @@ import threading
 
 import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
 from labkit import tfconfig
+from labkit.cluster import EXIT_PORT_IN_USE
 
 SERVING_ROLES = ("ps", "worker")
-# Exit code that tells LocalCluster "the port was taken: pick another and retry".
-EXIT_PORT_IN_USE = 75
 
 
 def exit_when_parent_exits():

@@ -1,0 +1,39 @@
+"""Every notebook runs under papermill with small parameters and other cluster shapes.
+
+nbval runs each notebook with its learner defaults (see `testpaths` and
+`--nbval-lax` in pyproject.toml); here papermill checks what a sweep passes in.
+"""
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+SMALL_TRAINING = {"epochs": 3, "steps_per_epoch": 40, "target_accuracy": 0.8, "snippet_timeout_s": 8}
+RUNS = [
+    ("00_welcome.ipynb", {}),
+    ("01_tf_config_and_cluster.ipynb", {"num_workers": 1, "num_ps": 1}),
+    ("01_tf_config_and_cluster.ipynb", {"num_workers": 3, "num_ps": 2}),
+    ("02_strategy_and_mnist.ipynb", {"num_workers": 3, "num_ps": 2, **SMALL_TRAINING}),
+]
+
+
+def test_every_notebook_is_covered():
+    assert {path.name for path in NOTEBOOKS.glob("*.ipynb")} == {name for name, _ in RUNS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, parameters", RUNS, ids=[f"{n}-{p}" for n, p in RUNS])
+def test_notebook_runs_with_parameters(name, parameters, tmp_path):
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    tagged = [cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{name} needs exactly one cell tagged 'parameters'"
+    for parameter in parameters:
+        assert f"{parameter} =" in tagged[0].source, f"{name} has no parameter {parameter!r}"
+    output = tmp_path / name
+    papermill.execute_notebook(str(NOTEBOOKS / name), str(output), parameters=parameters,
+                               cwd=str(NOTEBOOKS), kernel_name="pslab", progress_bar=False)
+    executed = nbformat.read(output, as_version=4)
+    errors = [out for cell in executed.cells for out in cell.get("outputs", []) if out.output_type == "error"]
+    assert errors == []

@@ -1,0 +1,82 @@
+"""The set-up files agree with each other and with what the kit needs."""
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pins(requirements):
+    """{name: version} from 'name==version' strings (ignoring comments and non-pins)."""
+    found = {}
+    for line in requirements:
+        match = re.fullmatch(r"\s*([A-Za-z0-9_.-]+)==([^\s#;]+)\s*", line.split("#")[0])
+        if match:
+            found[match.group(1).lower()] = match.group(2)
+    return found
+
+
+def pyproject_pins():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    dependencies = project["dependencies"]
+    assert all("==" in dependency for dependency in dependencies), "every dependency must be pinned with =="
+    return pins(dependencies)
+
+
+def environment_pins():
+    environment = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip_section = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
+    return pins(pip_section)
+
+
+def test_environment_yml_pins_match_pyproject():
+    assert environment_pins() == pyproject_pins()
+
+
+def test_the_pins_compare_versions_not_just_names():
+    assert pins(["tensorflow==2.21.0"]) != pins(["tensorflow==2.20.0"])
+
+
+def test_tensorflow_and_tf_keras_share_a_minor_version():
+    versions = pyproject_pins()
+    assert versions["tensorflow"].rsplit(".", 1)[0] == versions["tf-keras"].rsplit(".", 1)[0]
+
+
+def test_installed_versions_are_the_pinned_ones():
+    from importlib.metadata import version
+
+    for name, pinned in pyproject_pins().items():
+        assert version(name) == pinned, f"{name} {version(name)} is installed but {pinned} is pinned"
+
+
+def test_ci_runs_the_readme_test_command():
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+    assert "make test" in (ROOT / "README.md").read_text()
+    assert "make lab" in (ROOT / "README.md").read_text()
+
+
+def test_kernel_spec_sets_the_labkit_environment():
+    listing = subprocess.run([sys.executable, "-m", "jupyter", "kernelspec", "list", "--json"],
+                             capture_output=True, text=True, check=True)
+    spec = json.loads(listing.stdout)["kernelspecs"]["pslab"]["spec"]
+    assert spec["env"]["TF_USE_LEGACY_KERAS"] == "1"
+    assert spec["env"]["GRPC_FAIL_FAST"] == "use_caller"
+
+
+def test_lab_binds_to_localhost_and_keeps_the_token():
+    lab_recipe = (ROOT / "Makefile").read_text().split("\nlab:")[1].split("\n\n")[0]
+    assert "--ip=127.0.0.1" in lab_recipe
+    assert "token" not in lab_recipe.lower(), "never disable or set Jupyter's token in make lab"
+
+
+def test_notebooks_are_committed_without_outputs():
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        notebook = json.loads(path.read_text())
+        for cell in notebook["cells"]:
+            if cell["cell_type"] == "code":
+                assert not cell["outputs"] and cell["execution_count"] is None, f"{path.name} has outputs"
