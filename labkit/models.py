@@ -1,5 +1,6 @@
 """Models for the labs, built with tf.keras (Keras 2 via tf_keras, see labkit/__init__)."""
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
+import numpy as np
 import tensorflow as tf
 
 
@@ -21,3 +22,69 @@ def mnist_mlp(hidden_units=128, learning_rate=1e-3, steps_per_execution=1):
         steps_per_execution=steps_per_execution,
     )
     return model
+
+
+class PositionEmbedding(tf.keras.layers.Layer):
+    """Adds a learned vector to each position of a (batch, positions, features) input."""
+
+    def build(self, input_shape):
+        self.positions = self.add_weight(name="positions", shape=tuple(input_shape[1:]),
+                                         initializer="uniform", trainable=True)
+
+    def call(self, inputs):
+        return inputs + self.positions
+
+
+def mini_transformer_lm(vocab_size, sequence_length, d_model=64, num_heads=4, num_layers=2, ffn_units=128):
+    """The source tutorial's transformer language model, scaled down for 2 CPU cores and corrected.
+
+    embedding (+ positions) -> num_layers x [causal self-attention + LayerNorm, FFN + LayerNorm]
+    -> logits over the vocabulary for the NEXT token at every position. Not compiled.
+    """
+    tokens = tf.keras.Input(shape=(sequence_length,), dtype="int32", name="tokens")
+    x = tf.keras.layers.Embedding(vocab_size, d_model, name="token_embedding")(tokens)
+    # The source has no position information: attention alone cannot tell word order.
+    x = PositionEmbedding(name="position_embedding")(x)
+    for layer in range(num_layers):
+        # use_causal_mask: position t may only look at positions <= t. The source omits it,
+        # so its model could read the very token it is asked to predict.
+        attention = tf.keras.layers.MultiHeadAttention(
+            num_heads=num_heads, key_dim=d_model // num_heads, name=f"attention_{layer}")(
+            x, x, use_causal_mask=True)
+        x = tf.keras.layers.LayerNormalization(name=f"attention_norm_{layer}")(x + attention)
+        hidden = tf.keras.layers.Dense(ffn_units, activation="relu", name=f"ffn_in_{layer}")(x)
+        ffn = tf.keras.layers.Dense(d_model, name=f"ffn_out_{layer}")(hidden)
+        x = tf.keras.layers.LayerNormalization(name=f"ffn_norm_{layer}")(x + ffn)
+    logits = tf.keras.layers.Dense(vocab_size, name="next_token_logits")(x)
+    return tf.keras.Model(tokens, logits, name="mini_transformer_lm")
+
+
+def next_token_loss(targets, logits):
+    """Mean cross-entropy of the next-token predictions at every position."""
+    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True))
+
+
+def perplexity(model, ids, sequence_length, max_windows=512):
+    """exp(mean next-token cross-entropy) over up to ``max_windows`` windows of ``ids``.
+
+    A model that guesses uniformly over V tokens has perplexity V; lower is better.
+    """
+    count = min(max_windows, (len(ids) - 1) // (sequence_length + 1))
+    windows = np.asarray(ids[: count * (sequence_length + 1)]).reshape(count, sequence_length + 1)
+    losses = [float(next_token_loss(batch[:, 1:], model(batch[:, :-1])))
+              for batch in np.array_split(windows, max(1, count // 64))]
+    return float(np.exp(np.mean(losses)))
+
+
+def generate(model, corpus, prompt, length, sequence_length, temperature=0.8, seed=0):
+    """Continue ``prompt`` by ``length`` characters, sampling one next character at a time."""
+    rng = np.random.default_rng(seed)
+    ids = list(corpus.encode(prompt))
+    for _ in range(length):
+        context = ids[-sequence_length:]
+        window = np.zeros((1, sequence_length), dtype="int32")
+        window[0, : len(context)] = context  # right padding is harmless: attention is causal
+        logits = model(window)[0, len(context) - 1].numpy().astype("float64") / temperature
+        probabilities = np.exp(logits - logits.max())
+        ids.append(int(rng.choice(len(probabilities), p=probabilities / probabilities.sum())))
+    return corpus.decode(ids)

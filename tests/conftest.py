@@ -1,19 +1,31 @@
 """Shared test fixtures. Every test must leave no labkit task process behind."""
+import os
 import time
+import uuid
 
 import psutil
 import pytest
 
 import labkit  # noqa: F401  (selects Keras 2 before any test imports TensorFlow)
 
+# Inherited by every process this test run starts (kernels, CLIs, task servers), so the
+# orphan check counts this run's task processes only, not those of another run.
+RUN_MARK = ("LABKIT_TEST_RUN", uuid.uuid4().hex)
+os.environ[RUN_MARK[0]] = RUN_MARK[1]
+
 
 def task_processes():
-    """Live `python -m labkit.server` processes on this machine."""
+    """Live `python -m labkit.server` processes started by this test run."""
     found = []
     for process in psutil.process_iter(["cmdline", "status"]):
         cmdline = process.info["cmdline"] or []
-        if "labkit.server" in cmdline and process.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(process)
+        if "labkit.server" not in cmdline or process.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if process.environ().get(RUN_MARK[0]) == RUN_MARK[1]:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
     return found
 
 

@@ -1,0 +1,105 @@
+"""A custom training loop on ``tf.distribute.coordinator.ClusterCoordinator``.
+
+What ``model.fit`` does on a PS cluster, in plain sight:
+
+1. each worker builds its own input pipeline (``create_per_worker_dataset``);
+2. a ``tf.function`` that runs K training steps is *scheduled*: the coordinator
+   puts it in a queue and returns a ``RemoteValue`` at once; a free worker runs it,
+   reading variables from the parameter servers and sending updates back;
+3. ``fetch()`` waits for one result, ``join()`` for all; a closure whose worker
+   dies is run again on another worker (at-least-once execution).
+
+Progress comes from completed closures on the coordinator: PS training has no
+batch-level callbacks.
+"""
+import time
+from dataclasses import dataclass, field
+
+import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
+import numpy as np
+import tensorflow as tf
+from tqdm.auto import tqdm
+
+
+@dataclass
+class History:
+    """Per interval: the step reached, mean training loss, metrics, steps/s, evaluation results."""
+
+    step: list = field(default_factory=list)
+    loss: list = field(default_factory=list)
+    steps_per_second: list = field(default_factory=list)
+    metrics: dict = field(default_factory=dict)
+    evaluation: dict = field(default_factory=dict)
+
+    def record(self, step, loss, steps_per_second, metrics, evaluation):
+        self.step.append(step)
+        self.loss.append(loss)
+        self.steps_per_second.append(steps_per_second)
+        for name, value in metrics.items():
+            self.metrics.setdefault(name, []).append(value)
+        for name, value in evaluation.items():
+            self.evaluation.setdefault(name, []).append(value)
+
+
+def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, metrics=()):
+    """A ``tf.function`` that runs ``steps_per_closure`` training steps on one worker.
+
+    ``loss_fn(labels, outputs)`` returns the mean loss of a batch. ``metrics`` are
+    Keras metrics created under ``strategy.scope()``, updated as ``metric(labels, outputs)``.
+    """
+    def one_step(features, labels):
+        with tf.GradientTape() as tape:
+            outputs = model(features, training=True)
+            loss = loss_fn(labels, outputs)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+        for metric in metrics:
+            metric.update_state(labels, outputs)
+        return loss
+
+    @tf.function
+    def train_steps(iterator):
+        loss = tf.constant(0.0)
+        for _ in tf.range(steps_per_closure):  # step packing: one dispatch, K steps
+            features, labels = next(iterator)
+            loss = strategy.run(one_step, args=(features, labels))
+        return loss
+
+    return train_steps
+
+
+def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(),
+        log_every_steps=100, evaluate=None, description="training"):
+    """Schedule closures until ``num_steps`` steps ran; return a History (one row per interval).
+
+    ``evaluate()``, if given, runs after each interval and returns a dict of numbers.
+    """
+    if num_steps % steps_per_closure or log_every_steps % steps_per_closure:
+        raise ValueError(f"num_steps ({num_steps}) and log_every_steps ({log_every_steps}) must be "
+                         f"multiples of steps_per_closure ({steps_per_closure}).")
+    history = History()
+    closures_per_interval = log_every_steps // steps_per_closure
+    with tqdm(total=num_steps, desc=description, unit="step") as bar:
+        for interval_start in range(0, num_steps, log_every_steps):
+            closures = min(closures_per_interval, (num_steps - interval_start) // steps_per_closure)
+            began = time.perf_counter()
+            losses = [coordinator.schedule(train_steps, args=(iterator,)) for _ in range(closures)]
+            fetched = []
+            for remote_loss in losses:  # in order; each fetch waits for that closure only
+                fetched.append(float(remote_loss.fetch()))
+                bar.update(steps_per_closure)
+            coordinator.join()
+            steps = closures * steps_per_closure
+            history.record(step=interval_start + steps, loss=float(np.mean(fetched)),
+                           steps_per_second=steps / (time.perf_counter() - began),
+                           metrics={m.name: float(m.result()) for m in metrics},
+                           evaluation=evaluate() if evaluate else {})
+            for metric in metrics:
+                metric.reset_state()
+            bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
+    return history
+
+
+def per_worker_iterator(coordinator, dataset_fn):
+    """An iterator over a dataset that every worker builds for itself from ``dataset_fn()``."""
+    return iter(coordinator.create_per_worker_dataset(dataset_fn))

