@@ -100,12 +100,14 @@ class Task:
 class LocalCluster:
     """A PS cluster of local processes: ``num_workers`` workers and ``num_ps`` parameter servers.
 
-    With ``chief=True`` the cluster spec also lists a chief (the coordinator) at a
-    reserved port, as a multi-machine TF_CONFIG would. Use it as a context manager,
-    or call ``stop()`` when done.
+    The cluster spec also lists a chief, the coordinator, at a reserved port, as a
+    multi-machine TF_CONFIG would: the process that calls ``strategy()`` listens there.
+    With ``chief=False`` TensorFlow picks the coordinator's port at each connection, and
+    reconnecting in the same process (after a PS failure, say) then breaks checkpointing.
+    Use it as a context manager, or call ``stop()`` when done.
     """
 
-    def __init__(self, num_workers=2, num_ps=1, chief=False, name="default",
+    def __init__(self, num_workers=2, num_ps=1, chief=True, name="default",
                  log_dir=None, start=True, ready_timeout=90.0):
         if not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"num_workers must be a whole number >= 1, got {num_workers!r}: "

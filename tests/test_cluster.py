@@ -105,6 +105,7 @@ OWNER = textwrap.dedent("""
     import sys, time, labkit
     cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name="orphan-test-" + sys.argv[1])
     print(" ".join(str(task.pid) for task in cluster.tasks), flush=True)
+    sys.stdin.readline()  # the test checks the tasks are up, then lets us go on
     if sys.argv[1] == "exception":
         raise RuntimeError("the owner failed without calling stop()")
     time.sleep(600)
@@ -112,10 +113,12 @@ OWNER = textwrap.dedent("""
 
 
 def start_owner(how):
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, how], stdout=subprocess.PIPE,
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, how], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     pids = [int(pid) for pid in owner.stdout.readline().split()]
     assert len(pids) == 2 and all(is_running(pid) for pid in pids)
+    owner.stdin.write("go on\n")
+    owner.stdin.flush()
     return owner, pids
 
 

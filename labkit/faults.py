@@ -1,0 +1,228 @@
+"""Fault injection and checkpoint-based recovery for PS training.
+
+What happens when a task dies:
+
+- a **worker**: the coordinator notices, reschedules the closures that worker had
+  on the others, and training goes on (closures run *at least* once);
+- a **parameter server**: its variables are gone. Every closure fails with
+  ``UnavailableError``/``AbortedError`` and the coordinator cannot continue. The
+  fix: restart the PS, rebuild strategy, coordinator and model, and restore the
+  last checkpoint. At most one checkpoint interval of steps is lost;
+- the **coordinator**: nothing trains until it is restarted; it resumes from the
+  last checkpoint too (see ``labkit.coordinator``).
+
+``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
+"""
+import atexit
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
+import psutil
+import tensorflow as tf
+
+from labkit import models, train
+
+PS_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError)
+
+
+@dataclass
+class Fault:
+    """At training step ``step``, ``action`` ("kill" or "restart") the task ``task``."""
+
+    step: int
+    task: str
+    action: str = "kill"
+
+    def __post_init__(self):
+        if self.action not in ("kill", "restart"):
+            raise ValueError(f"a fault's action must be 'kill' or 'restart', not {self.action!r}")
+
+
+def random_faults(tasks, count, num_steps, seed=0):
+    """``count`` kills of tasks drawn from ``tasks`` at random steps in (0, num_steps), reproducibly."""
+    rng = random.Random(seed)
+    return sorted((Fault(rng.randrange(1, num_steps), rng.choice(list(tasks))) for _ in range(count)),
+                  key=lambda fault: fault.step)
+
+
+@dataclass
+class Timeline:
+    """What happened when: seconds since the start, the training step, the event."""
+
+    started: float = field(default_factory=time.monotonic)
+    events: list = field(default_factory=list)
+    echo: bool = False  # print each event as it happens (used by a coordinator process)
+
+    def add(self, step, event):
+        self.events.append((time.monotonic() - self.started, step, event))
+        if self.echo:
+            print(self.format_event(*self.events[-1]), flush=True)
+
+    @staticmethod
+    def format_event(seconds, step, event):
+        return f"{seconds:7.1f} s  step {step:>5}  {event}"
+
+    def __str__(self):
+        return "\n".join(self.format_event(*event) for event in self.events)
+
+
+@dataclass
+class TrainingJob:
+    """Everything one coordinator needs to train; rebuilt from scratch after a PS failure."""
+
+    strategy: object
+    coordinator: object
+    model: object
+    optimizer: object
+    train_steps: object
+    iterator: object
+    steps_per_closure: int
+
+
+def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3):
+    """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes."""
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    with strategy.scope():
+        model = models.mnist_mlp(learning_rate=learning_rate)
+        optimizer = tf.keras.optimizers.legacy.Adam(learning_rate)
+
+    def loss_fn(labels, logits):
+        return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
+
+    def dataset_fn():
+        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
+        return dataset.shuffle(len(data.x_train)).repeat().batch(batch_size)
+
+    return TrainingJob(strategy, coordinator, model, optimizer,
+                       train.make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure),
+                       train.per_worker_iterator(coordinator, dataset_fn), steps_per_closure)
+
+
+@dataclass
+class RecoveryReport:
+    """The outcome of ``train_with_recovery``: progress points, the timeline, the recoveries."""
+
+    timeline: Timeline
+    points: list = field(default_factory=list)      # (seconds, step, evaluation dict) after each checkpoint
+    recoveries: list = field(default_factory=list)  # dicts: failed_at_step, resumed_from_step, steps_lost, seconds
+    final_step: int = 0
+    seconds: float = 0.0
+    restarted_cpu: dict = field(default_factory=dict)  # task -> (pid, CPU seconds at restart, CPU seconds at end)
+
+
+def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=100, faults=(),
+                        cluster=None, evaluate=None, max_recoveries=3, echo=False):
+    """Train until ``optimizer.iterations`` reaches ``num_steps``, checkpointing every ``checkpoint_every`` steps.
+
+    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` when
+    the scheduled steps reach their step. On a PS failure, dead tasks of ``cluster`` are
+    restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
+    returns a dict after each checkpoint; ``echo`` prints the timeline as it grows.
+    """
+    report = RecoveryReport(Timeline(echo=echo))
+    pending = sorted(faults, key=lambda fault: fault.step)
+    failure = None
+    while True:
+        job = make_job()
+        checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
+        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
+        if manager.latest_checkpoint:
+            checkpoint.restore(manager.latest_checkpoint)
+        step = int(job.optimizer.iterations.numpy())
+        report.timeline.add(step, f"resumed from checkpoint at step {step}" if step else "started")
+        if failure:
+            failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
+                           seconds=time.monotonic() - failure.pop("began"))
+            report.recoveries.append(failure)
+        try:
+            completed = []
+            while step < num_steps:
+                completed = []
+                chunk = min(checkpoint_every, num_steps - step)
+                for closure in range(chunk // job.steps_per_closure):
+                    scheduled_step = step + (closure + 1) * job.steps_per_closure
+                    while pending and pending[0].step <= scheduled_step and cluster is not None:
+                        _apply(pending.pop(0), cluster, report, scheduled_step)
+                    completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
+                job.coordinator.join()
+                step = int(job.optimizer.iterations.numpy())
+                manager.save(checkpoint_number=step)
+                report.points.append((time.monotonic() - report.timeline.started, step,
+                                      evaluate(job.model) if evaluate else {}))
+                report.timeline.add(step, "checkpoint saved")
+            report.final_step, report.seconds = step, time.monotonic() - report.timeline.started
+            report.timeline.add(step, "training finished")
+            for task, (pid, cpu_then, _) in report.restarted_cpu.items():
+                report.restarted_cpu[task] = (pid, cpu_then, cpu_seconds(pid))
+            return report
+        except PS_FAILURES as error:
+            done_steps = job.steps_per_closure * sum(_succeeded(value) for value in completed)
+            failure = {"failed_at_step": step + done_steps, "began": time.monotonic()}
+            report.timeline.add(step + done_steps, f"{type(error).__name__}: a parameter server is gone")
+            if cluster is None or len(report.recoveries) >= max_recoveries:
+                raise
+            for dead in [row["task"] for row in cluster.status() if not row["alive"]]:
+                cluster.restart(dead)
+                report.timeline.add(step + done_steps, f"restarted {dead}")
+
+
+def _apply(fault, cluster, report, step):
+    if fault.action == "kill":
+        cluster.kill(fault.task)
+        report.timeline.add(step, f"killed {fault.task}")
+    else:
+        cluster.restart(fault.task)
+        pid = cluster.task(fault.task).pid
+        report.restarted_cpu[fault.task] = (pid, cpu_seconds(pid), None)
+        report.timeline.add(step, f"restarted {fault.task}")
+
+
+def cpu_seconds(pid):
+    """CPU time a process has used so far (user + system), or 0.0 if it is gone."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
+    except psutil.NoSuchProcess:
+        return 0.0
+
+
+def start_coordinator(cluster, *arguments):
+    """Start ``python -m labkit.coordinator`` as ``cluster``'s chief; read its timeline from ``.stdout``.
+
+    The cluster needs ``chief=True``. The process exits with this one, like task processes.
+    """
+    if not cluster.chief:
+        raise ValueError("the cluster has no chief address: create it with LocalCluster(..., chief=True)")
+    env = dict(os.environ, TF_CONFIG=json.dumps(cluster.tf_config("chief:0")), PYTHONUNBUFFERED="1")
+    with open(cluster.log_dir / "chief-0.log", "ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "labkit.coordinator", *arguments], env=env,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    atexit.register(process.kill)
+    return process
+
+
+def read_until(process, text):
+    """The lines ``process`` prints up to and including the first one containing ``text``."""
+    lines = []
+    for line in process.stdout:
+        lines.append(line.rstrip("\n"))
+        if text in line:
+            return lines
+    raise RuntimeError(f"the process ended (exit code {process.wait()}) before printing {text!r}. "
+                       "It printed:\n" + "\n".join(lines[-20:]))
+
+
+def _succeeded(remote_value):
+    """True if a scheduled closure finished without error."""
+    try:
+        remote_value.fetch()
+        return True
+    except Exception:  # the closure failed or was cancelled with the rest
+        return False
