@@ -19,6 +19,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -42,6 +43,17 @@ class Fault:
     def __post_init__(self):
         if self.action not in ("kill", "restart"):
             raise ValueError(f"a fault's action must be 'kill' or 'restart', not {self.action!r}")
+
+
+def kill_after(cluster, task, seconds):
+    """Kill ``task`` of ``cluster`` ``seconds`` from now, from a timer thread; returns the Timer.
+
+    For ``model.fit``, which offers no hook between steps. The thread only kills: no printing.
+    """
+    timer = threading.Timer(seconds, cluster.kill, args=(task,))
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def random_faults(tasks, count, num_steps, seed=0):
@@ -142,7 +154,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                            seconds=time.monotonic() - failure.pop("began"))
             report.recoveries.append(failure)
         try:
-            completed = []
+            completed, killed_after_step = [], 0
             while step < num_steps:
                 completed = []
                 chunk = min(checkpoint_every, num_steps - step)
@@ -150,6 +162,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                     scheduled_step = step + (closure + 1) * job.steps_per_closure
                     while pending and pending[0].step <= scheduled_step and cluster is not None:
                         _apply(pending.pop(0), cluster, report, scheduled_step)
+                        killed_after_step = scheduled_step - job.steps_per_closure  # steps scheduled so far
                     completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
                 job.coordinator.join()
                 step = int(job.optimizer.iterations.numpy())
@@ -163,14 +176,17 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 report.restarted_cpu[task] = (pid, cpu_then, cpu_seconds(pid))
             return report
         except PS_FAILURES as error:
-            done_steps = job.steps_per_closure * sum(_succeeded(value) for value in completed)
-            failure = {"failed_at_step": step + done_steps, "began": time.monotonic()}
-            report.timeline.add(step + done_steps, f"{type(error).__name__}: a parameter server is gone")
+            # Progress reached when the PS died: the steps scheduled before an injected kill,
+            # else the closures that completed. Their updates died with the PS.
+            failed_at_step = max(step + job.steps_per_closure * sum(_succeeded(value) for value in completed),
+                                 killed_after_step)
+            failure = {"failed_at_step": failed_at_step, "began": time.monotonic()}
+            report.timeline.add(failed_at_step, f"{type(error).__name__}: a parameter server is gone")
             if cluster is None or len(report.recoveries) >= max_recoveries:
                 raise
             for dead in [row["task"] for row in cluster.status() if not row["alive"]]:
                 cluster.restart(dead)
-                report.timeline.add(step + done_steps, f"restarted {dead}")
+                report.timeline.add(failed_at_step, f"restarted {dead}")
 
 
 def _apply(fault, cluster, report, step):

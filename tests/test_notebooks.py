@@ -20,6 +20,9 @@ RUNS = [
                                        "timing_steps": 100, "target_accuracy": 0.8}),
     # Smoke run of the LM: validation perplexity must still fall at least 2x (asserted inside).
     ("04_mini_transformer_lm.ipynb", {"num_steps": 200, "sample_length": 60, "min_perplexity_drop": 2.0}),
+    ("07_fault_tolerance.ipynb", {"num_steps": 300, "worker_kill_step": 100, "worker_restart_step": 200,
+                                  "ps_kill_step": 150, "coordinator_kill_step": 200, "fit_epochs": 3,
+                                  "fit_steps_per_epoch": 30, "fit_worker_kill_seconds": 2.0}),
 ]
 
 
