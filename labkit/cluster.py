@@ -4,9 +4,10 @@ Every task (each worker, each parameter server) is its own OS process running
 ``python -m labkit.server``, configured only by its own TF_CONFIG, exactly as
 on a real machine. The process that owns the LocalCluster is the coordinator.
 
-No orphans: each task exits when its stdin pipe closes, which happens however
-the owner dies (exception, Ctrl-C, SIGKILL, kernel restart); clusters are also
-stopped at interpreter exit and when a new cluster with the same name starts.
+No orphans: each task is a ``labkit.children`` process, which exits when its
+stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
+restart); clusters are also stopped at interpreter exit and when a new cluster
+with the same name starts.
 """
 import atexit
 import html
@@ -15,7 +16,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -24,7 +24,7 @@ from pathlib import Path
 import portpicker
 import psutil
 
-from labkit import tfconfig
+from labkit import children, tfconfig
 
 HOST = "localhost"
 READY_POLL_SECONDS = 0.05
@@ -270,9 +270,7 @@ class LocalCluster:
         env = dict(os.environ, TF_CONFIG=json.dumps(self.tf_config(task.name)),
                    LABKIT_EXIT_WITH_PARENT="1", PYTHONUNBUFFERED="1")
         with open(task.log_path, "ab") as log:
-            task.process = subprocess.Popen(
-                [sys.executable, "-m", "labkit.server"], env=env, stdin=subprocess.PIPE,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            task.process = children.start("labkit.server", env=env, stdout=log)
         task.started_at = time.monotonic()
 
     def _wait_until_ready(self, tasks):

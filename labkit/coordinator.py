@@ -15,8 +15,8 @@ import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads
 import tensorflow as tf
 
 from labkit import faults, fit, models
+from labkit.children import exit_when_parent_exits
 from labkit.data import load_mnist
-from labkit.server import exit_when_parent_exits
 
 
 class EpochLog(tf.keras.callbacks.Callback):

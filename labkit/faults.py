@@ -13,12 +13,9 @@ What happens when a task dies:
 
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
-import atexit
 import json
 import os
 import random
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,7 +24,7 @@ import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import psutil
 import tensorflow as tf
 
-from labkit import models, train
+from labkit import children, models, train
 
 PS_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError)
 
@@ -218,10 +215,7 @@ def start_coordinator(cluster, *arguments):
         raise ValueError("the cluster has no chief address: create it with LocalCluster(..., chief=True)")
     env = dict(os.environ, TF_CONFIG=json.dumps(cluster.tf_config("chief:0")), PYTHONUNBUFFERED="1")
     with open(cluster.log_dir / "chief-0.log", "ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "labkit.coordinator", *arguments], env=env,
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
-    atexit.register(process.kill)
-    return process
+        return children.start("labkit.coordinator", *arguments, env=env, stderr=log)
 
 
 def read_until(process, text):

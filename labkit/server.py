@@ -14,15 +14,10 @@ import threading
 
 import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
 from labkit import tfconfig
+from labkit.children import exit_when_parent_exits
 from labkit.cluster import EXIT_PORT_IN_USE
 
 SERVING_ROLES = ("ps", "worker")
-
-
-def exit_when_parent_exits():
-    """Exit as soon as our stdin closes, which happens when the parent dies by any route."""
-    sys.stdin.buffer.read()
-    os._exit(0)
 
 
 def main():

@@ -78,7 +78,7 @@ def test_a_killed_coordinator_resumes_from_its_checkpoint(chief_cluster, tmp_pat
     first.wait()
     second = faults.start_coordinator(chief_cluster, *arguments)
     lines = faults.read_until(second, "finished at step")
-    second.wait(timeout=60)
+    assert second.wait(timeout=60) == 0
     [resumed] = [line for line in lines if "resumed from checkpoint" in line]
     assert re.search(r"at step (2|3)00$", resumed), resumed
     assert "finished at step 400" in lines[-1]
@@ -93,7 +93,7 @@ def test_model_fit_resumes_with_backup_and_restore(chief_cluster, tmp_path):
     first.wait()
     second = faults.start_coordinator(chief_cluster, *arguments)
     lines = faults.read_until(second, "finished with test accuracy")
-    second.wait(timeout=60)
+    assert second.wait(timeout=60) == 0
     started = [int(line.split()[1]) for line in lines if line.endswith("started")]
     assert started[0] == 3, f"should resume after the 2 finished epochs, started at {started}"
     assert started[-1] == 4

