@@ -236,3 +236,24 @@ def _succeeded(remote_value):
         return True
     except Exception:  # the closure failed or was cancelled with the rest
         return False
+
+
+def kill_and_restart_coordinator(cluster, arguments, kill_when, resumed_when, finished_when):
+    """Run ``labkit.coordinator``, SIGKILL it once it prints ``kill_when``, start it again, let it finish.
+
+    Returns the lines before the kill, the lines after the restart, and the seconds from
+    the kill until the new process printed ``resumed_when``.
+    """
+    first = start_coordinator(cluster, *arguments)
+    before_kill = read_until(first, kill_when)
+    first.kill()
+    killed_at = time.monotonic()
+    first.wait()
+    second = start_coordinator(cluster, *arguments)
+    after_restart = read_until(second, resumed_when)
+    recovery_seconds = time.monotonic() - killed_at
+    after_restart += read_until(second, finished_when)
+    if second.wait() != 0:
+        raise RuntimeError(f"the restarted coordinator failed; see {cluster.log_dir / 'chief-0.log'}")
+    return before_kill, after_restart, recovery_seconds
+

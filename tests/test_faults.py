@@ -72,28 +72,21 @@ def chief_cluster():
 
 def test_a_killed_coordinator_resumes_from_its_checkpoint(chief_cluster, tmp_path):
     arguments = ["--checkpoint-dir", str(tmp_path), "--num-steps", "400", "--checkpoint-every", "100"]
-    first = faults.start_coordinator(chief_cluster, *arguments)
-    faults.read_until(first, "step   200  checkpoint saved")
-    first.kill()
-    first.wait()
-    second = faults.start_coordinator(chief_cluster, *arguments)
-    lines = faults.read_until(second, "finished at step")
-    assert second.wait(timeout=60) == 0
+    _, lines, recovery_seconds = faults.kill_and_restart_coordinator(
+        chief_cluster, arguments, kill_when="step   200  checkpoint saved",
+        resumed_when="resumed from checkpoint", finished_when="finished at step")
     [resumed] = [line for line in lines if "resumed from checkpoint" in line]
     assert re.search(r"at step (2|3)00$", resumed), resumed
     assert "finished at step 400" in lines[-1]
     assert float(lines[-1].split()[-1]) > 0.8
+    assert recovery_seconds > 0
 
 
 def test_model_fit_resumes_with_backup_and_restore(chief_cluster, tmp_path):
     arguments = ["--checkpoint-dir", str(tmp_path), "--loop", "fit", "--epochs", "4", "--steps-per-epoch", "30"]
-    first = faults.start_coordinator(chief_cluster, *arguments)
-    faults.read_until(first, "epoch 2 finished")
-    first.kill()
-    first.wait()
-    second = faults.start_coordinator(chief_cluster, *arguments)
-    lines = faults.read_until(second, "finished with test accuracy")
-    assert second.wait(timeout=60) == 0
+    _, lines, _ = faults.kill_and_restart_coordinator(
+        chief_cluster, arguments, kill_when="epoch 2 finished", resumed_when="started",
+        finished_when="finished with test accuracy")
     started = [int(line.split()[1]) for line in lines if line.endswith("started")]
     assert started[0] == 3, f"should resume after the 2 finished epochs, started at {started}"
     assert started[-1] == 4
