@@ -156,10 +156,12 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 completed = []
                 chunk = min(checkpoint_every, num_steps - step)
                 for closure in range(chunk // job.steps_per_closure):
-                    scheduled_step = step + (closure + 1) * job.steps_per_closure
-                    while pending and pending[0].step <= scheduled_step and cluster is not None:
-                        _apply(pending.pop(0), cluster, report, scheduled_step)
-                        killed_after_step = scheduled_step - job.steps_per_closure  # steps scheduled so far
+                    scheduled = step + closure * job.steps_per_closure  # steps scheduled so far
+                    while (cluster is not None and pending
+                           and pending[0].step <= scheduled + job.steps_per_closure):
+                        fault = pending.pop(0)
+                        _apply(fault, cluster, report, scheduled)
+                        killed_after_step = scheduled if fault.action == "kill" else killed_after_step
                     completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
                 job.coordinator.join()
                 step = int(job.optimizer.iterations.numpy())
