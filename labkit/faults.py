@@ -102,15 +102,12 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
         model = models.mnist_mlp(learning_rate=learning_rate)
         optimizer = tf.keras.optimizers.legacy.Adam(learning_rate)
 
-    def loss_fn(labels, logits):
-        return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
-
     def dataset_fn():
         dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
         return dataset.shuffle(len(data.x_train)).repeat().batch(batch_size)
 
     return TrainingJob(strategy, coordinator, model, optimizer,
-                       train.make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure),
+                       train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
                        train.per_worker_iterator(coordinator, dataset_fn), steps_per_closure)
 
 

@@ -59,9 +59,12 @@ def mini_transformer_lm(vocab_size, sequence_length, d_model=64, num_heads=4, nu
     return tf.keras.Model(tokens, logits, name="mini_transformer_lm")
 
 
-def next_token_loss(targets, logits):
-    """Mean cross-entropy of the next-token predictions at every position."""
-    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True))
+def mean_cross_entropy(labels, logits):
+    """Mean cross-entropy of integer labels against logits, over every position of the batch.
+
+    The loss for MNIST digits, and for a language model's next-token predictions.
+    """
+    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
 
 
 def perplexity(model, ids, sequence_length, max_windows=512):
@@ -71,7 +74,7 @@ def perplexity(model, ids, sequence_length, max_windows=512):
     """
     count = min(max_windows, (len(ids) - 1) // (sequence_length + 1))
     windows = np.asarray(ids[: count * (sequence_length + 1)]).reshape(count, sequence_length + 1)
-    losses = [float(next_token_loss(batch[:, 1:], model(batch[:, :-1])))
+    losses = [float(mean_cross_entropy(batch[:, 1:], model(batch[:, :-1])))
               for batch in np.array_split(windows, max(1, count // 64))]
     return float(np.exp(np.mean(losses)))
 

@@ -27,10 +27,6 @@ def coordinator(strategy):
     return tf.distribute.coordinator.ClusterCoordinator(strategy)
 
 
-def mean_loss(labels, logits):
-    return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
-
-
 def test_shards_land_on_different_parameter_servers(strategy):
     with strategy.scope():
         table = tf.Variable(tf.zeros([1000, 16]), name="table")
@@ -61,7 +57,8 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
         (data.x_train, data.y_train)).shuffle(4000).repeat().batch(64))
 
     steps_per_closure = 5
-    train_steps = train.make_train_steps(strategy, model, optimizer, mean_loss, steps_per_closure, [accuracy])
+    train_steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure,
+                                         [accuracy])
     coordinator.schedule(train_steps, args=(batches,))
     coordinator.join()
     assert int(optimizer.iterations.numpy()) == steps_per_closure
