@@ -4,14 +4,22 @@ The notebooks use this to run the usual (broken) snippets exactly as written,
 in a fresh Python process with its own TF_CONFIG and Keras version, and show
 the real error they end with.
 """
+import inspect
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
+from labkit.children import exit_when_parent_exits
+
 NOISE_PREFIXES = ("I0000", "W0000", "E0000", "WARNING: All log messages")
+# Put before every snippet: the program exits when its parent does (see labkit.children),
+# without importing labkit, which would change the Keras version under test.
+EXIT_WITH_PARENT = ("import os\n" + inspect.getsource(exit_when_parent_exits)
+                    + "import threading\nthreading.Thread(target=exit_when_parent_exits, daemon=True).start()\n")
 
 
 @dataclass
@@ -42,15 +50,17 @@ def run_program(code, tf_config, keras=2, timeout=120.0):
         raise ValueError(f"keras must be 2 or 3, got {keras!r}")
     env = dict(os.environ, TF_CONFIG=json.dumps(tf_config), TF_USE_LEGACY_KERAS="1" if keras == 2 else "0")
     began = time.monotonic()
-    try:
-        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                              text=True, timeout=timeout)
-        returncode, output, timed_out = done.returncode, done.stdout + done.stderr, False
-    except subprocess.TimeoutExpired as expired:
-        returncode, output, timed_out = None, _text(expired.stdout) + _text(expired.stderr), True
+    with tempfile.TemporaryFile("w+") as output_file:
+        program = subprocess.Popen([sys.executable, "-c", EXIT_WITH_PARENT + code], env=env,
+                                   stdin=subprocess.PIPE, stdout=output_file, stderr=subprocess.STDOUT)
+        try:
+            returncode, timed_out = program.wait(timeout=timeout), False
+        except subprocess.TimeoutExpired:
+            program.kill()
+            program.wait()
+            returncode, timed_out = None, True
+        program.stdin.close()
+        output_file.seek(0)
+        output = output_file.read()
     kept = "\n".join(line for line in output.splitlines() if not line.startswith(NOISE_PREFIXES))
     return ProgramResult(returncode, time.monotonic() - began, kept, timed_out)
-
-
-def _text(captured):
-    return captured.decode(errors="replace") if isinstance(captured, bytes) else (captured or "")
