@@ -9,19 +9,31 @@ import atexit
 import os
 import subprocess
 import sys
+import threading
+
+# Set by start(): only a child whose stdin is that pipe may treat end-of-file as "parent gone".
+# Run by hand (stdin a terminal, or /dev/null under nohup), a labkit program must not exit.
+STARTED_BY_PARENT = "LABKIT_EXIT_WITH_PARENT"
 
 
 def start(module, *arguments, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT):
     """Run ``python -m module arguments...`` as a child that exits with this process.
 
-    The child must call ``exit_when_parent_exits`` in a thread (labkit's modules do).
+    The child must call ``exit_with_parent_if_started_by_one()`` (labkit's programs do).
     With the default ``stdout``, read its output as text from ``process.stdout``.
     """
+    env = dict(os.environ if env is None else env, **{STARTED_BY_PARENT: "1"})
     process = subprocess.Popen([sys.executable, "-m", module, *arguments], env=env,
                                stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
                                text=stdout is subprocess.PIPE, start_new_session=True)
     atexit.register(_stop, process)
     return process
+
+
+def exit_with_parent_if_started_by_one():
+    """In the child: if ``start`` launched us, exit when that parent exits (checked in a thread)."""
+    if os.environ.get(STARTED_BY_PARENT) == "1":
+        threading.Thread(target=exit_when_parent_exits, daemon=True).start()
 
 
 def exit_when_parent_exits():

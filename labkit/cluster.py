@@ -268,7 +268,7 @@ class LocalCluster:
 
     def _launch(self, task):
         env = dict(os.environ, TF_CONFIG=json.dumps(self.tf_config(task.name)),
-                   LABKIT_EXIT_WITH_PARENT="1", PYTHONUNBUFFERED="1")
+                   PYTHONUNBUFFERED="1")
         with open(task.log_path, "ab") as log:
             task.process = children.start("labkit.server", env=env, stdout=log)
         task.started_at = time.monotonic()

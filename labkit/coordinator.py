@@ -9,13 +9,12 @@ again, it resumes from the latest checkpoint instead of starting over.
 resumes from the last completed epoch.
 """
 import argparse
-import threading
 
 import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
 import tensorflow as tf
 
 from labkit import faults, fit, models
-from labkit.children import exit_when_parent_exits
+from labkit.children import exit_with_parent_if_started_by_one
 from labkit.data import load_mnist
 
 
@@ -38,7 +37,7 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=6, help="fit: epochs")
     parser.add_argument("--steps-per-epoch", type=int, default=50, help="fit: steps per epoch")
     args = parser.parse_args(argv)
-    threading.Thread(target=exit_when_parent_exits, daemon=True).start()
+    exit_with_parent_if_started_by_one()
 
     data = load_mnist()
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()

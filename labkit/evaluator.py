@@ -7,7 +7,6 @@ cluster. It stops after the checkpoint of ``--until-step``. Keras'
 ``labkit.faults.train_with_recovery`` writes.
 """
 import argparse
-import threading
 
 import labkit  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
@@ -36,7 +35,7 @@ def main(argv=None):
     parser.add_argument("--until-step", type=int, required=True,
                         help="stop after evaluating the checkpoint of this training step")
     args = parser.parse_args(argv)
-    threading.Thread(target=children.exit_when_parent_exits, daemon=True).start()
+    children.exit_with_parent_if_started_by_one()
 
     data = load_mnist()
     test_set = tf.data.Dataset.from_tensor_slices((data.x_test, data.y_test)).batch(256)

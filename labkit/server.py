@@ -10,11 +10,10 @@ authentication. Anyone who can reach the port can run operations here.
 """
 import os
 import sys
-import threading
 
 import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
 from labkit import tfconfig
-from labkit.children import exit_when_parent_exits
+from labkit.children import exit_with_parent_if_started_by_one
 from labkit.cluster import EXIT_PORT_IN_USE
 
 SERVING_ROLES = ("ps", "worker")
@@ -45,9 +44,8 @@ def main():
     except tf.errors.UnknownError as error:
         print(f"labkit.server: could not listen on {address}: {error.message}", flush=True)
         sys.exit(EXIT_PORT_IN_USE)
-    if os.environ.get("LABKIT_EXIT_WITH_PARENT") == "1":
-        # Started only now, so a parent that died during start-up is noticed at once here.
-        threading.Thread(target=exit_when_parent_exits, daemon=True).start()
+    # Started only now, so a parent that died during start-up is noticed at once here.
+    exit_with_parent_if_started_by_one()
     print(f"labkit.server: {task_type}:{task_index} serving at {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()

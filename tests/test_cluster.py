@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 
 import psutil
 import pytest
@@ -133,3 +134,21 @@ def test_no_task_outlives_its_owner(how):
         owner.send_signal(signal.SIGINT)
     owner.wait(timeout=30)
     assert wait_until_gone(pids) == []
+
+
+def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():
+    """On a real machine (nohup, systemd) stdin is /dev/null: that must not read as 'parent gone'."""
+    port = cluster_module.pick_port()
+    tf_config = {"cluster": {"ps": [f"localhost:{port}"], "worker": ["localhost:1"]},
+                 "task": {"type": "ps", "index": 0}}
+    env = {key: value for key, value in os.environ.items() if key != "LABKIT_EXIT_WITH_PARENT"}
+    server = subprocess.Popen([sys.executable, "-m", "labkit.server"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={**env, "TF_CONFIG": json.dumps(tf_config)})
+    try:
+        assert any("serving at" in line for line in server.stdout)
+        time.sleep(1.0)
+        assert server.poll() is None, "the server exited although nobody asked it to"
+    finally:
+        server.kill()
+        server.wait()
