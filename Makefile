@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 KERNEL := pslab
 
-.PHONY: lab test install kernel bench clean-runs
+.PHONY: lab test test-defaults install kernel bench clean-runs
 
 install: $(STAMP)
 
@@ -32,6 +32,10 @@ lab: install
 
 test: install
 	$(PY) -m pytest
+
+# Every notebook with its learner defaults, as a learner runs it (longer than `make test`).
+test-defaults: install
+	$(PY) -m pytest notebooks
 
 bench: install
 	$(PY) -m labkit.bench startup

@@ -7,11 +7,17 @@ import psutil
 import pytest
 
 import labkit  # noqa: F401  (selects Keras 2 before any test imports TensorFlow)
+from smoke_notebooks import prepare as prepare_smoke_notebooks
 
 # Inherited by every process this test run starts (kernels, CLIs, task servers), so the
 # orphan check counts this run's task processes only, not those of another run.
 RUN_MARK = ("LABKIT_TEST_RUN", uuid.uuid4().hex)
 os.environ[RUN_MARK[0]] = RUN_MARK[1]
+
+
+def pytest_configure(config):
+    """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them."""
+    prepare_smoke_notebooks()
 
 
 def task_processes():
