@@ -283,3 +283,15 @@ def train_mnist(strategy, coordinator, data, compressor, error_feedback=False, n
                   (int(optimizer.pushed_bytes.numpy()) - warm_bytes) / timed_steps,
                   sum(4 * v.shape.num_elements() for v in model.trainable_variables),
                   timed_steps / seconds, measured)
+
+
+def format_results(results):
+    """A text table of Results: bytes pushed per step (counted and measured), accuracy, speed."""
+    lines = [f"{'compressor':<22}{'error fb':>9}{'push B/step':>13}{'fewer':>8}"
+             f"{'measured push':>15}{'pull B/step':>13}{'accuracy':>10}{'steps/s':>9}"]
+    for r in results:
+        measured_push = f"{r.measured.received:,.0f}" if r.measured else "n/a"
+        pull = f"{r.measured.sent:,.0f}" if r.measured else "n/a"
+        lines.append(f"{r.compressor:<22}{'yes' if r.error_feedback else 'no':>9}{r.pushed_bytes_per_step:>13,.0f}"
+                     f"{r.ratio:>7.1f}×{measured_push:>15}{pull:>13}{r.test_accuracy:>10.3f}{r.steps_per_second:>9.1f}")
+    return "\n".join(lines)

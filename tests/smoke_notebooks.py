@@ -22,6 +22,8 @@ SMOKE_PARAMETERS = {
                                       "timing_steps": 100, "target_accuracy": 0.8},
     # The LM's validation perplexity must still fall at least 2x (asserted inside).
     "04_mini_transformer_lm.ipynb": {"num_steps": 200, "sample_length": 60, "min_perplexity_drop": 2.0},
+    # Top-k with error feedback must still push >= 50x fewer bytes, within 5 points (asserted inside).
+    "05_gradient_compression.ipynb": {"num_steps": 300, "top_k_ratios": [0.005], "max_accuracy_loss": 0.05},
     "07_fault_tolerance.ipynb": {"num_steps": 300, "checkpoint_every": 50, "worker_kill_step": 80,
                                  "worker_restart_step": 180, "ps_kill_step": 130,
                                  "coordinator_kill_step": 150, "fit_epochs": 3, "fit_steps_per_epoch": 30},
