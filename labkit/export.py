@@ -89,6 +89,8 @@ def format_plan(plan: list[dict]) -> str:
     lines = [tfconfig.format_host_plan(plan), "", "Ports to open (TCP), to the cluster's own hosts only:"]
     for host, rule in firewall(plan).items():
         lines.append(f"  {host}: port {', '.join(map(str, rule['ports']))} to {_peers(rule)}")
+    lines += ["", "Checkpoints: each ps task writes its own variables into the chief's checkpoint directory,",
+              "so that path must be on storage the chief and every ps host share (NFS, a bucket)."]
     return "\n".join(lines)
 
 
