@@ -11,12 +11,14 @@ how notebook 09 and tests/test_multihost.py play several machines on one compute
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import yaml
+from tqdm.auto import tqdm
 
 from labkit import children, tfconfig
 
@@ -131,11 +133,41 @@ def wait_until_serving(process, directory, timeout=90.0):
     log = Path(directory) / "task.log"
     deadline = time.monotonic() + timeout
     while SERVING not in log.read_text(errors="replace"):
-        if process.poll() is not None or time.monotonic() > deadline:
-            state = f"exited with code {process.returncode}" if process.poll() is not None else \
-                f"did not serve within {timeout:.0f} s"
-            raise RuntimeError(f"the task in {directory} {state}. Its log:\n{log_tail(directory)}")
+        if process.poll() is not None:
+            raise RuntimeError(f"the task in {directory} exited with code {process.returncode} before serving. "
+                               f"Its log:\n{log_tail(directory)}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the task in {directory} did not serve within {timeout:.0f} s. "
+                               f"Its log:\n{log_tail(directory)}")
         time.sleep(0.1)
+
+
+def follow_chief(process, directory, num_steps, timeout=600.0):
+    """Wait for the chief started from ``directory`` to finish; return its log.
+
+    Shows its progress from the "checkpoint saved" lines it logs. Ctrl-C, the timeout or
+    a failed chief stop it and raise.
+    """
+    log = Path(directory) / "task.log"
+    deadline = time.monotonic() + timeout
+    try:
+        with tqdm(total=num_steps, desc="chief: training steps") as progress:
+            while True:
+                finished = process.poll() is not None
+                saved = re.findall(r"step +([0-9]+)  checkpoint saved", log.read_text(errors="replace"))
+                progress.update(int(saved[-1]) - progress.n if saved else 0)
+                if finished:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the chief did not finish within {timeout:.0f} s, so it was stopped. "
+                                       f"Its log:\n{log_tail(directory)}")
+                time.sleep(0.5)
+    finally:
+        stop([process])
+    if process.returncode != 0:
+        raise RuntimeError(f"the chief in {directory} failed (exit code {process.returncode}). "
+                           f"Its log:\n{log_tail(directory)}")
+    return log.read_text(errors="replace")
 
 
 def log_tail(directory, lines=15):

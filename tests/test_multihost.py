@@ -77,13 +77,12 @@ def test_the_exported_plan_trains_mnist_across_network_namespaces(network, start
         export.wait_until_serving(process, directory)
         assert in_namespace(process.pid, network.namespace(host))
     _, chief_host, chief_dir = tasks[-1]
-    chief = export.start_task(chief_dir, network.namespace(chief_host))
-    started.append(chief)
-    assert chief.wait(timeout=180) == 0, export.log_tail(chief_dir)
+    chief_log = export.follow_chief(export.start_task(chief_dir, network.namespace(chief_host)), chief_dir,
+                                    NUM_STEPS, timeout=180)
     after = network.traffic()
 
-    finished = re.search(rf"finished at step {NUM_STEPS} with test accuracy ([0-9.]+)", export.log_tail(chief_dir))
-    assert finished, export.log_tail(chief_dir)
+    finished = re.search(rf"finished at step {NUM_STEPS} with test accuracy ([0-9.]+)", chief_log)
+    assert finished, chief_log[-3000:]
     accuracy = float(finished.group(1))
     crossed = {host: (after[host][0] - before[host][0], after[host][1] - before[host][1]) for host in after}
     print(f"\ntest accuracy {accuracy:.4f} after {NUM_STEPS} steps; bytes through the bridge (sent, received):")
