@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from labkit import export, netns
-from tests.conftest import wait_until_gone
+from tests.conftest import task_processes, wait_until_gone
 
 pytestmark = pytest.mark.slow
 
@@ -108,6 +108,7 @@ def test_a_task_in_a_namespace_exits_when_the_process_that_started_it_dies(netwo
     try:
         ps_pid = int(starter.stdout.readline())
         assert in_namespace(ps_pid, network.namespace(PS))
+        assert ps_pid in [process.pid for process in task_processes()], "the orphan check would not see it"
         starter.send_signal(signal.SIGKILL)
         starter.wait()
         assert wait_until_gone([ps_pid]) == [], "the ps task outlived the process that started it"
