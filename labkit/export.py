@@ -59,7 +59,7 @@ def export(cluster: dict, out_dir, chief_command: str = DEFAULT_CHIEF_COMMAND) -
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ValueError(f"{out_dir} is not empty (an earlier export?). Delete it or choose another "
-                              "directory: files of hosts no longer in the cluster would be left there.")
+                         "directory: files of hosts no longer in the cluster would be left there.")
     rules = firewall(plan)
     for entry in plan:
         directory = out_dir / entry["host"] / entry["task"].replace(":", "-")
