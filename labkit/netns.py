@@ -8,11 +8,15 @@ another host crosses the bridge, whose ports count the bytes (``traffic()``).
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
+import psutil
+
 BRIDGE = "br0"
+PREFIX = "pslab-"
 
 
 class NetnsError(RuntimeError):
@@ -30,13 +34,27 @@ def unavailable_reason():
     return None
 
 
+def namespaces():
+    """The names of this machine's named network namespaces."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.strip()]
+
+
+def remove_stale():
+    """Delete the namespaces of networks whose process died without cleaning up (SIGKILL, say)."""
+    for name in namespaces():
+        owner = re.fullmatch(rf"{PREFIX}([0-9]+)-.+", name)
+        if owner and not psutil.pid_exists(int(owner.group(1))):
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True)
+
+
 class VirtualNetwork:
     """Hosts at ``addresses`` (IPv4, one subnet) on one bridge; a context manager that deletes it all."""
 
     def __init__(self, addresses, prefix_length=24, name=None):
         self.addresses = list(addresses)
         self.prefix_length = prefix_length
-        self.name = name or f"pslab-{os.getpid()}"  # unique per process: parallel runs do not clash
+        self.name = name or f"{PREFIX}{os.getpid()}"  # unique per process: parallel runs do not clash
         self.switch = f"{self.name}-switch"
 
     def namespace(self, address):
@@ -80,8 +98,7 @@ class VirtualNetwork:
 
     def exists(self):
         """True while any of this network's namespaces exists."""
-        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-        return any(line.split()[0].startswith(f"{self.name}-") for line in listed.splitlines() if line.strip())
+        return any(name.startswith(f"{self.name}-") for name in namespaces())
 
     def traffic(self):
         """Bytes each host has sent and received through the bridge so far: address -> (sent, received)."""

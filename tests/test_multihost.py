@@ -31,6 +31,7 @@ def network():
     reason = netns.unavailable_reason()
     if reason:
         pytest.skip(reason)
+    netns.remove_stale()
     try:
         network = netns.VirtualNetwork([CHIEF, PS, *WORKERS]).create()
     except netns.NetnsError as error:
