@@ -128,14 +128,19 @@ def main(argv=None):
     tf_config.set_defaults(run=cmd_tf_config)
     doctor.set_defaults(run=cmd_doctor)
     demo.set_defaults(run=cmd_demo)
-    export_parser = commands.add_parser("export", help=cmd_export.__doc__)
+    export_parser = commands.add_parser("export", help=cmd_export.__doc__, description=cmd_export.__doc__,
+                                        epilog="e.g. labkit export --chief 10.0.0.9:2222 --ps 10.0.0.1:2222 "
+                                               "--worker 10.0.0.2:2222 --worker 10.0.0.3:2222")
     export_parser.add_argument("--cluster", metavar="FILE", help="YAML or JSON: job -> list of host:port")
-    export_parser.add_argument("--chief", metavar="HOST:PORT", help="the host that runs the training program")
-    export_parser.add_argument("--ps", metavar="HOST:PORT", action="append", default=[], help="repeat per PS")
-    export_parser.add_argument("--worker", metavar="HOST:PORT", action="append", default=[], help="repeat per worker")
+    export_parser.add_argument("--chief", metavar="HOST:PORT", help="where the training program runs")
+    export_parser.add_argument("--ps", metavar="HOST:PORT", action="append", default=[],
+                               help="a parameter server (repeat for each)")
+    export_parser.add_argument("--worker", metavar="HOST:PORT", action="append", default=[],
+                               help="a worker (repeat for each)")
     export_parser.add_argument("--chief-command", default=export.DEFAULT_CHIEF_COMMAND,
                                help="the training program the chief runs (default: %(default)s)")
-    export_parser.add_argument("--out", default="cluster-export", help="directory to write (default: %(default)s)")
+    export_parser.add_argument("--out", metavar="DIR", default="cluster-export",
+                               help="a new or empty directory to write (default: %(default)s)")
     export_parser.set_defaults(run=cmd_export)
 
     args = parser.parse_args(argv)
