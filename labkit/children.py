@@ -22,8 +22,17 @@ def start(module, *arguments, env=None, stdout=subprocess.PIPE, stderr=subproces
     The child must call ``exit_with_parent_if_started_by_one()`` (labkit's programs do).
     With the default ``stdout``, read its output as text from ``process.stdout``.
     """
+    return start_command([sys.executable, "-m", module, *arguments], env=env, stdout=stdout, stderr=stderr)
+
+
+def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT):
+    """Like ``start``, for any command that ends up running a labkit program (``sh run.sh``, say).
+
+    Whatever it runs on the way (a shell, ``ip netns exec``) must pass on stdin and the
+    environment, and should ``exec`` the program so that killing this process kills it.
+    """
     env = dict(os.environ if env is None else env, **{STARTED_BY_PARENT: "1"})
-    process = subprocess.Popen([sys.executable, "-m", module, *arguments], env=env,
+    process = subprocess.Popen(command, env=env,
                                stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
                                text=stdout is subprocess.PIPE, start_new_session=True)
     atexit.register(_stop, process)

@@ -9,6 +9,7 @@ import time
 import labkit
 from labkit import tfconfig
 from labkit.cluster import LocalCluster, pick_port, running_clusters
+from labkit import export
 
 
 def cmd_up(args):
@@ -85,6 +86,20 @@ def cmd_demo(args):
         sys.exit(f"test accuracy {test_accuracy:.4f} is below the target {args.target}")
 
 
+def cmd_export(args):
+    """Write, per host, each task's TF_CONFIG and start command for a multi-machine cluster."""
+    addresses_given = bool(args.chief or args.ps or args.worker)
+    if bool(args.cluster) == addresses_given:
+        raise ValueError("give the cluster either as a file (--cluster cluster.yaml) or as addresses "
+                         "(--chief HOST:PORT --ps HOST:PORT --worker HOST:PORT ...), exactly one of the two.")
+    cluster = export.load_cluster(args.cluster) if args.cluster else \
+        export.cluster_from_flags(args.chief, args.ps, args.worker)
+    plan = export.export(cluster, args.out, args.chief_command)
+    print(export.format_plan(plan))
+    print(f"\nWrote tf_config.json and run.sh for {len(plan)} tasks under {args.out}/<host>/<task>/. "
+          "Copy each host's directory to that machine; start ps and workers first, the chief last.")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -113,6 +128,20 @@ def main(argv=None):
     tf_config.set_defaults(run=cmd_tf_config)
     doctor.set_defaults(run=cmd_doctor)
     demo.set_defaults(run=cmd_demo)
+    export_parser = commands.add_parser("export", help=cmd_export.__doc__, description=cmd_export.__doc__,
+                                        epilog="e.g. labkit export --chief 10.0.0.9:2222 --ps 10.0.0.1:2222 "
+                                               "--worker 10.0.0.2:2222 --worker 10.0.0.3:2222")
+    export_parser.add_argument("--cluster", metavar="FILE", help="YAML or JSON: job -> list of host:port")
+    export_parser.add_argument("--chief", metavar="HOST:PORT", help="where the training program runs")
+    export_parser.add_argument("--ps", metavar="HOST:PORT", action="append", default=[],
+                               help="a parameter server (repeat for each)")
+    export_parser.add_argument("--worker", metavar="HOST:PORT", action="append", default=[],
+                               help="a worker (repeat for each)")
+    export_parser.add_argument("--chief-command", default=export.DEFAULT_CHIEF_COMMAND,
+                               help="the training program the chief runs (default: %(default)s)")
+    export_parser.add_argument("--out", metavar="DIR", default="cluster-export",
+                               help="a new or empty directory to write (default: %(default)s)")
+    export_parser.set_defaults(run=cmd_export)
 
     args = parser.parse_args(argv)
     try:

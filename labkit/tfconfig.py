@@ -204,14 +204,14 @@ def for_every_task(cluster: dict[str, list[str]]) -> dict[str, dict]:
 
 
 def host_plan(cluster: dict[str, list[str]], chief_command: str = "python train.py") -> list[dict]:
-    """List, for every task, the host it runs on and the shell command that starts it there."""
+    """List, for every task, the host and port it runs on and the shell command that starts it there."""
     plan = []
     for name, config in for_every_task(cluster).items():
         job, index = parse_task(name)
-        host, _ = _split_address(cluster[job][index])
+        host, port = _split_address(cluster[job][index])
         tf_config = json.dumps(config)
         program = chief_command if job == "chief" else "python -m labkit.server"
-        plan.append({"task": name, "host": host, "tf_config": tf_config,
+        plan.append({"task": name, "host": host, "port": port, "tf_config": tf_config,
                      "command": f"TF_CONFIG={shlex.quote(tf_config)} {program}"})
     return plan
 

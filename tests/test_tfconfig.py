@@ -242,6 +242,7 @@ def test_host_plan_gives_each_task_its_command():
     plan = tfconfig.host_plan(cluster, chief_command="python my_training.py --epochs 3")
     assert [entry["task"] for entry in plan] == ["ps:0", "worker:0", "worker:1", "chief:0"]
     assert [entry["host"] for entry in plan] == ["::1", "10.0.0.2", "10.0.0.3", "10.0.0.1"]
+    assert [entry["port"] for entry in plan] == [2222] * 4
     for entry in plan:
         job, index = tfconfig.parse_task(entry["task"])
         program = "python my_training.py --epochs 3" if job == "chief" else "python -m labkit.server"
