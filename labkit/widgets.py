@@ -20,9 +20,9 @@ import ipywidgets as widgets
 import psutil
 
 # key: (heading, width) of each column; the key also names its cells' CSS class ("labkit-state").
-COLUMNS = {"task": ("task", "80px"), "address": ("address", "130px"), "pid": ("pid", "70px"),
-           "state": ("state", "70px"), "cpu": ("CPU", "60px"), "memory": ("memory", "80px"),
-           "uptime": ("uptime", "70px"), "log": ("last log line", "360px")}
+COLUMNS = {"task": ("task", "70px"), "address": ("address", "140px"), "pid": ("pid", "65px"),
+           "state": ("state", "70px"), "cpu": ("CPU", "55px"), "memory": ("memory", "75px"),
+           "uptime": ("uptime", "65px"), "log": ("last log line", "260px")}
 ALIVE = '<span style="color:#1a7f37">&#9679; alive</span>'
 DEAD = '<span style="color:#cf222e">&#9679; dead</span>'
 
@@ -119,7 +119,7 @@ class ClusterDashboard:
         return _row(cells, self.buttons[task.name], "task-" + task.name.replace(":", "-"))
 
     def _button(self, label, style, action, task):
-        button = widgets.Button(description=label, button_style=style, layout=widgets.Layout(width="70px"))
+        button = widgets.Button(description=label, button_style=style, layout=widgets.Layout(width="80px"))
         button.add_class(f"labkit-{label}")
         button.on_click(lambda _: self._act(action, label, task))
         return button
@@ -141,7 +141,7 @@ def _row(cells, buttons, name):
     """One line of the table: its cells at their column widths, then its buttons."""
     for key, cell in cells.items():
         cell.add_class(f"labkit-{key}")
-        cell.layout.width = COLUMNS[key][1]
+        cell.layout.width, cell.layout.overflow = COLUMNS[key][1], "hidden"
     row = widgets.HBox([*cells.values(), *buttons.values()])
     row.add_class(f"labkit-{name}")
     return row
