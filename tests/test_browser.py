@@ -13,8 +13,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import expect, sync_playwright
 
 from labkit.cluster import pick_port
+from tests.conftest import is_running
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -26,7 +28,7 @@ NOTEBOOK_CELLS = ["import labkit\nfrom labkit.widgets import ClusterDashboard",
                   "ClusterDashboard(cluster)"]
 SECONDS = 1000  # Playwright counts milliseconds
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
               pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM}: the browser test "
                                  "needs Debian's chromium package (apt-get install chromium)")]
 
@@ -82,8 +84,6 @@ def wait_for_token(log_path, port, server, timeout=60.0):
 
 
 def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, capsys):
-    from playwright.sync_api import sync_playwright
-
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shots = []
     with sync_playwright() as playwright:
@@ -106,8 +106,6 @@ def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, capsys):
 
 
 def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
-    from playwright.sync_api import expect
-
     page.goto(lab_url)
     # Run All before the kernel is connected would open a "Select Kernel" dialog instead.
     expect(page.get_by_text("PS Lab (TensorFlow 2.21) | Idle")).to_be_visible(timeout=60 * SECONDS)
@@ -125,10 +123,12 @@ def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
     worker.locator(".labkit-kill").click()
     expect(worker.locator(".labkit-state")).to_contain_text("dead", timeout=15 * SECONDS)
     expect(ps.locator(".labkit-state")).to_contain_text("alive")
+    assert not is_running(int(old_pid)), "the killed worker's process should be gone"
     screenshot("2-worker-killed")
 
     worker.locator(".labkit-restart").click()
     expect(dashboard).to_contain_text("restart worker:0: done in", timeout=60 * SECONDS)  # it serves again
     expect(worker.locator(".labkit-state")).to_contain_text("alive")
     expect(worker.locator(".labkit-pid")).not_to_have_text(old_pid)
+    assert is_running(int(worker.locator(".labkit-pid").inner_text()))
     screenshot("3-worker-restarted")
