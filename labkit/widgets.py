@@ -60,8 +60,7 @@ class ClusterDashboard:
                 cells["memory"].value = f"{usage[1]:.0f} MB" if usage else "&ndash;"
                 cells["uptime"].value = f"{row['uptime_s']:.0f} s" if row["alive"] else "&ndash;"
                 line = html.escape(row["last_log_line"][-200:])
-                cells["log"].value = (f'<div title="{line}" style="white-space:nowrap;overflow:hidden;'
-                                      f'text-overflow:ellipsis"><code>{line}</code></div>')
+                cells["log"].value = f'<code title="{line}" style="white-space:nowrap">{line}</code>'
 
     def show_training(self, history):
         """Show the latest interval of a ``labkit.train.History`` (pass as ``on_progress``)."""
