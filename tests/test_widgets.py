@@ -5,7 +5,7 @@ import pytest
 
 import labkit
 from labkit.train import History
-from labkit.widgets import ClusterDashboard
+from labkit.widgets import ALIVE, DEAD, ClusterDashboard
 from tests.conftest import is_running
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def dashboard(cluster):
 
 
 def state(dashboard, task):
-    return "alive" if "alive" in dashboard.cells[task]["state"].value else "dead"
+    return {ALIVE: "alive", DEAD: "dead"}[dashboard.cells[task]["state"].value]
 
 
 def wait_for(condition, timeout=5.0):
