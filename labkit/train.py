@@ -69,10 +69,12 @@ def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, met
 
 
 def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(),
-        log_every_steps=100, evaluate=None, description="training"):
+        log_every_steps=100, evaluate=None, description="training", on_progress=None):
     """Schedule closures until ``num_steps`` steps ran; return a History (one row per interval).
 
     ``evaluate()``, if given, runs after each interval and returns a dict of numbers.
+    ``on_progress(history)``, if given, is called after each interval (e.g. a dashboard's
+    ``show_training``).
     """
     if num_steps % steps_per_closure or log_every_steps % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) and log_every_steps ({log_every_steps}) must be "
@@ -97,6 +99,8 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
             for metric in metrics:
                 metric.reset_state()
             bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
+            if on_progress:
+                on_progress(history)
     return history
 
 

@@ -63,10 +63,13 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
     coordinator.join()
     assert int(optimizer.iterations.numpy()) == steps_per_closure
 
+    reported = []
     history = train.run(coordinator, train_steps, batches, num_steps=300, steps_per_closure=steps_per_closure,
-                        metrics=[accuracy], log_every_steps=100, evaluate=lambda: {"seen": 1.0})
+                        metrics=[accuracy], log_every_steps=100, evaluate=lambda: {"seen": 1.0},
+                        on_progress=lambda progress: reported.append(progress.step[-1]))
     assert int(optimizer.iterations.numpy()) == steps_per_closure + 300
     assert history.step == [100, 200, 300]
+    assert reported == [100, 200, 300], "on_progress is called once per interval"
     assert history.loss[-1] < history.loss[0] * 0.7
     assert history.metrics["accuracy"][-1] > 0.85
     assert history.evaluation == {"seen": [1.0, 1.0, 1.0]}

@@ -1,0 +1,134 @@
+"""The cluster dashboard in a real browser: JupyterLab as `make lab` runs it, driven by Playwright.
+
+Headless Debian Chromium (/usr/bin/chromium; Playwright never downloads a browser here)
+opens a notebook, runs all cells, and uses the dashboard's kill and restart buttons.
+Screenshots go to runs/browser-test/.
+"""
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from labkit.cluster import pick_port
+from tests.conftest import is_running
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 # Without these Chromium keeps calling home and floods the closed network with retries.
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "runs" / "browser-test"
+NOTEBOOK_CELLS = ["import labkit\nfrom labkit.widgets import ClusterDashboard",
+                  'cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name="browser-test")\n'
+                  "ClusterDashboard(cluster)"]
+SECONDS = 1000  # Playwright counts milliseconds
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
+              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM}: the browser test "
+                                 "needs Debian's chromium package (apt-get install chromium)")]
+
+
+@pytest.fixture
+def lab_url(tmp_path):
+    """JupyterLab serving a one-notebook folder, started as `make lab` starts it (token on): the notebook's URL."""
+    root = tmp_path / "root"
+    root.mkdir()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in NOTEBOOK_CELLS])
+    notebook.metadata["kernelspec"] = {"name": "pslab", "display_name": "PS Lab (TensorFlow 2.21)",
+                                       "language": "python"}
+    nbformat.write(notebook, root / "dashboard.ipynb")
+    # Lab settings and workspaces of this run only (a learner's saved layout must not leak in),
+    # and no news: its toast would cover the page, and fetching it calls the network.
+    settings = tmp_path / "lab-settings"
+    news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text('{"fetchNews": "false"}')
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"))
+    port = pick_port()
+    command = [str(Path(sys.executable).parent / "jupyter"), "lab", "--ip=127.0.0.1", f"--port={port}",
+               "--no-browser", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
+    if os.getuid() == 0:
+        command.append("--allow-root")
+    log_path = tmp_path / "jupyter.log"
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+    try:
+        token = wait_for_token(log_path, port, server)
+        yield f"http://127.0.0.1:{port}/lab/tree/dashboard.ipynb?token={token}"
+    finally:
+        server.terminate()  # Jupyter shuts its kernels down; their cluster's tasks exit with them
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def wait_for_token(log_path, port, server, timeout=60.0):
+    """The token Jupyter generated, read from the URL it logs once it serves."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=(\w+)", log_path.read_text())
+        if found:
+            return found.group(1)
+        if server.poll() is not None:
+            break
+        time.sleep(0.2)
+    raise AssertionError(f"JupyterLab did not start; its log:\n{log_path.read_text()}")
+
+
+def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, capsys):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 700})
+
+        def screenshot(name):
+            shots.append(SCREENSHOTS / f"{name}.png")
+            page.screenshot(path=shots[-1])
+
+        try:
+            run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot)
+        except Exception:
+            screenshot("failure")  # what the page showed when it went wrong
+            raise
+        finally:
+            browser.close()
+            with capsys.disabled():
+                print("\nbrowser test screenshots:", *shots, sep="\n  ")
+
+
+def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
+    page.goto(lab_url)
+    # Run All before the kernel is connected would open a "Select Kernel" dialog instead.
+    expect(page.get_by_text("PS Lab (TensorFlow 2.21) | Idle")).to_be_visible(timeout=60 * SECONDS)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+    dashboard = page.locator(".labkit-dashboard")
+    dashboard.wait_for(timeout=60 * SECONDS)  # two TensorFlow processes start first
+    worker, ps = dashboard.locator(".labkit-task-worker-0"), dashboard.locator(".labkit-task-ps-0")
+    for row in (worker, ps):
+        expect(row.locator(".labkit-state")).to_contain_text("alive")
+    old_pid = worker.locator(".labkit-pid").inner_text()
+    screenshot("1-all-alive")
+
+    worker.locator(".labkit-kill").click()
+    expect(worker.locator(".labkit-state")).to_contain_text("dead", timeout=15 * SECONDS)
+    expect(ps.locator(".labkit-state")).to_contain_text("alive")
+    assert not is_running(int(old_pid)), "the killed worker's process should be gone"
+    screenshot("2-worker-killed")
+
+    worker.locator(".labkit-restart").click()
+    expect(dashboard).to_contain_text("restart worker:0: done in", timeout=60 * SECONDS)  # it serves again
+    expect(worker.locator(".labkit-state")).to_contain_text("alive")
+    expect(worker.locator(".labkit-pid")).not_to_have_text(old_pid)
+    assert is_running(int(worker.locator(".labkit-pid").inner_text()))
+    screenshot("3-worker-restarted")

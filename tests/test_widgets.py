@@ -1,0 +1,94 @@
+"""The cluster dashboard's state on a real cluster of processes, without a browser."""
+import html
+import time
+
+import pytest
+
+import labkit
+from labkit.train import History
+from labkit.widgets import ALIVE, DEAD, ClusterDashboard
+from tests.conftest import is_running
+
+pytestmark = pytest.mark.slow
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with labkit.LocalCluster(num_workers=1, num_ps=1, name="test-widgets") as running:
+        yield running
+
+
+@pytest.fixture
+def dashboard(cluster):
+    shown = ClusterDashboard(cluster, interval=0.2)
+    yield shown
+    shown.close()
+
+
+def state(dashboard, task):
+    return {ALIVE: "alive", DEAD: "dead"}[dashboard.cells[task]["state"].value]
+
+
+def wait_for(condition, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def test_every_row_shows_a_live_task_process(cluster, dashboard):
+    dashboard.refresh()
+    for task in cluster.tasks:
+        cells = {key: widget.value for key, widget in dashboard.cells[task.name].items()}
+        assert state(dashboard, task.name) == "alive"
+        assert (cells["task"], cells["address"], cells["pid"]) == (task.name, task.address, str(task.pid))
+        assert cells["cpu"].endswith(" %") and cells["uptime"].endswith(" s")
+        assert float(cells["memory"].removesuffix(" MB")) > 100, "a task process holds TensorFlow"
+        assert html.escape(task.log_tail(1)) in cells["log"], "TensorFlow may log after labkit's 'serving at'"
+
+
+def test_a_kill_shows_dead_and_the_buttons_restart_and_kill(cluster, dashboard):
+    old_pid = cluster.task("worker:0").pid
+    cluster.kill("worker:0")
+    assert wait_for(lambda: state(dashboard, "worker:0") == "dead"), "the refresh thread should see the kill"
+    assert dashboard.cells["worker:0"]["memory"].value == "&ndash;"
+
+    dashboard.buttons["worker:0"]["restart"].click()
+    new_pid = cluster.task("worker:0").pid
+    assert new_pid != old_pid and is_running(new_pid)
+    assert state(dashboard, "worker:0") == "alive" and dashboard.cells["worker:0"]["pid"].value == str(new_pid)
+    assert dashboard.message.value.startswith("restart worker:0: done in")
+
+    dashboard.buttons["worker:0"]["kill"].click()
+    assert not is_running(new_pid)
+    assert state(dashboard, "worker:0") == "dead" and state(dashboard, "ps:0") == "alive"
+
+
+def test_the_training_panel_shows_the_latest_interval(dashboard):
+    history = History()
+    history.record(step=100, loss=2.3, steps_per_second=40.0, metrics={}, evaluation={})
+    history.record(step=200, loss=0.5, steps_per_second=80.0, metrics={}, evaluation={})
+    dashboard.show_training(history)
+    panel = dashboard.training.value
+    assert "step 200" in panel and "loss 0.5000 (first 2.3000)" in panel and "80.0 steps/s" in panel
+
+
+def test_without_a_widget_frontend_it_shows_the_status_table(cluster, dashboard):
+    bundle = dashboard._repr_mimebundle_()
+    assert WIDGET_VIEW in bundle and bundle["text/html"] == cluster._repr_html_()
+    assert bundle["text/plain"] == repr(cluster)
+
+
+def test_close_stops_the_refresh_thread(cluster, dashboard):
+    assert dashboard.refreshing
+    dashboard.close()
+    assert not dashboard.refreshing
+    assert WIDGET_VIEW not in dashboard._repr_mimebundle_(), "a closed dashboard has no widget to show"
+
+
+def test_refreshing_stops_when_the_cluster_stops(cluster, dashboard):
+    assert dashboard.refreshing
+    cluster.stop()
+    assert wait_for(lambda: not dashboard.refreshing), "the thread should end with the cluster"
+    assert all(state(dashboard, task.name) == "dead" for task in cluster.tasks)
