@@ -83,19 +83,18 @@ class StalenessSGD:
 
     def apply(self, gradients, read_version, worker=0):
         """Apply worker ``worker``'s gradients (through the delay buffer, if any); return tau."""
-        with tf.device(self.version.device):
-            if self.delay:
-                gradients, read_version, ready = self._through_delay_buffer(gradients, read_version)
-            else:
-                ready = tf.constant(True)
-            tau = self.version.assign_add(tf.cast(ready, tf.int64)) - tf.cast(ready, tf.int64) - read_version
-            scale = self.rule.scale(tau) * tf.cast(ready, tf.float32)
-            self.dropped.assign_add(tf.cast(ready & (scale == 0), tf.int64))
-            tau_bin = tf.minimum(tau, self.histogram.shape[1] - 1)
-            self.histogram.scatter_nd_add([[tf.cast(worker, tf.int64), tau_bin]], [tf.cast(ready, tf.int64)])
+        if self.delay:
+            gradients, read_version, ready = self._through_delay_buffer(gradients, read_version)
+        else:
+            ready = tf.constant(True)
+        claimed = tf.cast(ready, tf.int64)  # the PS hands out versions one at a time
+        tau = self.version.assign_add(claimed) - claimed - read_version
+        scale = self.rule.scale(tau) * tf.cast(ready, tf.float32)
+        self.dropped.assign_add(tf.cast(ready & (scale == 0), tf.int64))
+        tau_bin = tf.minimum(tau, self.histogram.shape[1] - 1)
+        self.histogram.scatter_nd_add([[tf.cast(worker, tf.int64), tau_bin]], [claimed])
         for variable, gradient in zip(self.variables, gradients):
-            with tf.device(variable.device):
-                variable.assign_sub(self.learning_rate * scale * gradient)
+            variable.assign_sub(self.learning_rate * scale * gradient)
         return tau
 
     def _through_delay_buffer(self, gradients, read_version):
@@ -138,6 +137,16 @@ def make_train_steps(strategy, model, optimizer, steps_per_closure=1):
     return train_steps
 
 
+def slowed(dataset, milliseconds):
+    """The dataset with a pause before each element, like a slow disk or network."""
+    specs = tf.nest.flatten(dataset.element_spec)
+    variant = tf.raw_ops.SleepDataset(input_dataset=tf.data.experimental.to_variant(dataset),
+                                      sleep_microseconds=int(milliseconds * 1000),
+                                      output_types=[spec.dtype for spec in specs],
+                                      output_shapes=[spec.shape for spec in specs])
+    return tf.data.experimental.from_variant(variant, dataset.element_spec)
+
+
 @dataclass
 class Run:
     """One training run: the rule, the injected delay, accuracy over updates, staleness counts."""
@@ -165,7 +174,7 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
                 straggler_ms=0, seed=0):
     """Train the MNIST MLP with StalenessSGD on the cluster; evaluate every ``evaluate_every`` steps.
 
-    ``straggler`` (a worker index) sleeps ``straggler_ms`` per batch in its input pipeline.
+    Worker ``straggler`` (an index) waits ``straggler_ms`` for each batch: a slow input pipeline.
     """
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
@@ -179,9 +188,7 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
         dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
         dataset = dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
         worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        if straggler is not None and worker == straggler:
-            dataset = dataset.apply(tf.data.experimental.sleep(int(straggler_ms * 1000)))
-        return dataset
+        return slowed(dataset, straggler_ms) if straggler is not None and worker == straggler else dataset
 
     batches = train.per_worker_iterator(coordinator, dataset_fn)
     train_steps = make_train_steps(strategy, model, optimizer, steps_per_closure)
