@@ -138,13 +138,19 @@ def make_train_steps(strategy, model, optimizer, steps_per_closure=1):
 
 
 def slowed(dataset, milliseconds):
-    """The dataset with a pause before each element, like a slow disk or network."""
+    """The dataset with a pause before each element, like a slow disk or network.
+
+    Prefetching is turned off, or the pauses would hide behind the training steps.
+    """
     specs = tf.nest.flatten(dataset.element_spec)
     variant = tf.raw_ops.SleepDataset(input_dataset=tf.data.experimental.to_variant(dataset),
                                       sleep_microseconds=int(milliseconds * 1000),
                                       output_types=[spec.dtype for spec in specs],
                                       output_shapes=[spec.shape for spec in specs])
-    return tf.data.experimental.from_variant(variant, dataset.element_spec)
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    options.autotune.enabled = False
+    return tf.data.experimental.from_variant(variant, dataset.element_spec).with_options(options)
 
 
 @dataclass
