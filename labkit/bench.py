@@ -36,9 +36,10 @@ from labkit.cluster import LocalCluster
 MODELS = {
     "mlp": "MNIST MLP, 128 hidden units",
     "wide-mlp": "MNIST MLP, 1024 hidden units",
-    "lm": "mini transformer LM (2 layers, d_model 64) on Python's help text, 64-character windows",
+    "lm": "mini transformer LM (2 layers, d_model 64) on Python's help text, 32-character windows",
 }
 MNIST_MODELS = ("mlp", "wide-mlp")
+LM_SEQUENCE_LENGTH = 32
 LOOPS = ("custom", "fit", "single-process")
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "08_performance_analysis.ipynb"
 
@@ -151,7 +152,7 @@ def workload(name, data, batch_size, packing, seed=0):
             return examples.shuffle(len(mnist.x_train), seed=seed).repeat().batch(batch_size).prefetch(2)
         return Workload(model, dataset_fn, lambda: fit.accuracy(model, mnist.x_test, mnist.y_test),
                         [tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
-    corpus, sequence_length = data.corpus, 64
+    corpus, sequence_length = data.corpus, LM_SEQUENCE_LENGTH
     model = models.mini_transformer_lm(len(corpus.vocabulary), sequence_length)
     model.compile(optimizer=tf.keras.optimizers.legacy.Adam(3e-3), loss=models.mean_cross_entropy,
                   steps_per_execution=packing)
@@ -289,7 +290,7 @@ def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min
     return result_row(point, work, meter, steps, accuracies, target_accuracy)
 
 
-def sweep(points, repeats=5, min_steps=100, target_accuracy=0.85, data=None, min_shard_bytes=64 * 1024):
+def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=64 * 1024):
     """Measure every point; one cluster per (workers, ps) shape. Returns rows with ratios added.
 
     Each point: one warm-up interval (tracing, dataset creation, first pulls), then
@@ -451,7 +452,7 @@ def plot(rows, path, base):
 
 
 DEFAULTS = {"workers": [1, 2, 3, 4], "ps": [1, 2], "packing": [1, 10, 50], "models": list(MODELS),
-            "batch_sizes": [64], "repeats": 5, "min_steps": 100, "target_accuracy": 0.85}
+            "batch_sizes": [64], "repeats": 5, "min_steps": 50, "target_accuracy": 0.9}
 
 
 def check(settings):
