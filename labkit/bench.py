@@ -80,8 +80,7 @@ def _check_counts(name, values, flag, minimum=1, example="1 2 4"):
                          f"Give e.g. {flag} {example}.")
 
 
-def plan(workers=(1, 2, 3, 4), ps=(1, 2), packing=(1, 10, 50), models=tuple(MODELS), batch_sizes=(64,),
-         cores=None):
+def plan(workers, ps, packing, models, batch_sizes, cores=None):
     """The points of a sweep: a curve over workers x packing, every other axis varied around a base point.
 
     The base point uses the first model, PS count and batch size, and the worker count
