@@ -451,7 +451,7 @@ def plot(rows, path, base):
 
 
 DEFAULTS = {"workers": [1, 2, 3, 4], "ps": [1, 2], "packing": [1, 10, 50], "models": list(MODELS),
-            "batch_sizes": [64], "repeats": 5, "min_steps": 50, "target_accuracy": 0.9}
+            "batch_sizes": [64, 256], "repeats": 5, "min_steps": 50, "target_accuracy": 0.9}
 
 
 def check(settings):
