@@ -436,12 +436,12 @@ def plot(rows, path, base):
 
     axis = axes[1, 1]
     for loop, style in (("custom", "-"), ("fit", "--")):
-        for model in MNIST_MODELS:
+        for color, model in zip(("C0", "C1"), MNIST_MODELS):
             chosen = [r for r in rows if r["loop"] == loop and r["model"] == model and
                       (r["workers"], r["ps"], r["batch_size"]) == (workers, ps, batch)]
             if chosen:
                 errorbars(axis, chosen, "packing", f"{model} {'labkit.train' if loop == 'custom' else 'model.fit'}",
-                          linestyle=style)
+                          linestyle=style, color=color)
     axis.set(title=f"custom loop vs model.fit ({workers} workers, {ps} ps)", xlabel="steps per closure / execution",
              ylabel="samples/s", xscale="log")
     axis.legend(fontsize=8)
