@@ -12,7 +12,7 @@ import pytest
 from labkit import bench
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
-TINY_GRID = ["--workers", "1", "--ps", "1", "--packing", "1", "10", "--models", "mlp",
+TINY_GRID = ["--workers", "1", "--ps", "1", "--packing", "1", "10", "--models", "mlp", "--batch-sizes", "64",
              "--repeats", "2", "--min-steps", "20", "--target-accuracy", "0.5"]
 
 
