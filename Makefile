@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 KERNEL := pslab
 
-.PHONY: lab test test-defaults install kernel bench clean-runs
+.PHONY: lab test test-defaults install kernel bench bench-report clean-runs
 
 install: $(STAMP)
 
@@ -39,6 +39,10 @@ test-defaults: install
 
 bench: install
 	$(PY) -m labkit.bench startup
+
+# The performance sweep through notebook 08 (papermill): executed notebook, CSV/JSON, plot.
+bench-report: install
+	$(PY) -m labkit.cli bench --report --out runs/bench/report
 
 clean-runs:
 	rm -rf runs

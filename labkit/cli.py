@@ -9,7 +9,7 @@ import time
 import labkit
 from labkit import tfconfig
 from labkit.cluster import LocalCluster, pick_port, running_clusters
-from labkit import export
+from labkit import bench, export
 
 
 def cmd_up(args):
@@ -100,6 +100,15 @@ def cmd_export(args):
           "Copy each host's directory to that machine; start ps and workers first, the chief last.")
 
 
+def cmd_bench(args):
+    """Measure training speed against workers, parameter servers, step packing, model and batch size."""
+    settings = {name: getattr(args, name) for name in bench.DEFAULTS}
+    if args.report:
+        bench.report(args.out, **settings)
+    else:
+        bench.run_and_save(args.out, **settings)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -142,6 +151,28 @@ def main(argv=None):
     export_parser.add_argument("--out", metavar="DIR", default="cluster-export",
                                help="a new or empty directory to write (default: %(default)s)")
     export_parser.set_defaults(run=cmd_export)
+    bench_parser = commands.add_parser("bench", help=cmd_bench.__doc__, description=cmd_bench.__doc__,
+                                       epilog="e.g. labkit bench --workers 1 2 --ps 1 --packing 1 10 --models mlp; "
+                                              "python -m labkit.bench startup times cluster start-up")
+    defaults = bench.DEFAULTS
+    for flag, kind, what in (("--workers", int, "worker counts"), ("--ps", int, "parameter server counts"),
+                             ("--packing", int, "steps per closure / steps_per_execution"),
+                             ("--models", str, f"models, of: {', '.join(bench.MODELS)}"),
+                             ("--batch-sizes", int, "batch sizes per worker step")):
+        default = defaults[flag[2:].replace("-", "_")]
+        bench_parser.add_argument(flag, type=kind, nargs="+", default=default,
+                                  help=f"{what} (default: {' '.join(map(str, default))})")
+    bench_parser.add_argument("--repeats", type=int, default=defaults["repeats"],
+                              help="timed intervals per point, after one warm-up interval (default: %(default)s)")
+    bench_parser.add_argument("--min-steps", type=int, default=defaults["min_steps"],
+                              help="steps per interval, at least (default: %(default)s)")
+    bench_parser.add_argument("--target-accuracy", type=float, default=defaults["target_accuracy"],
+                              help="MNIST test accuracy for time-to-accuracy (default: %(default)s)")
+    bench_parser.add_argument("--out", default=time.strftime("runs/bench/%Y%m%d-%H%M%S"),
+                              help="directory for results.csv, results.json, sweep.png (default: runs/bench/<time>)")
+    bench_parser.add_argument("--report", action="store_true",
+                              help="run notebook 08 on the sweep with papermill; the executed notebook goes to --out")
+    bench_parser.set_defaults(run=cmd_bench)
 
     args = parser.parse_args(argv)
     try:

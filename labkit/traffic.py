@@ -23,6 +23,9 @@ class Traffic:
     received: float  # bytes into the processes: pushes
     sent: float      # bytes out of the processes: pulls
 
+    def __add__(self, other):
+        return Traffic(self.received + other.received, self.sent + other.sent)
+
     def __sub__(self, other):
         return Traffic(self.received - other.received, self.sent - other.sent)
 

@@ -3,6 +3,7 @@ papermill runs notebooks the way a parameter sweep does, with other cluster shap
 import nbformat
 import papermill
 import pytest
+from papermill.translators import PythonTranslator
 
 from smoke_notebooks import NOTEBOOKS, SMOKE_DIR, SMOKE_PARAMETERS
 
@@ -27,7 +28,7 @@ def test_smoke_copies_carry_their_parameters():
         copy = nbformat.read(SMOKE_DIR / name, as_version=4)
         injected = [cell for cell in copy.cells if "injected-parameters" in cell.metadata.get("tags", [])]
         for parameter, value in parameters.items():
-            assert f"{parameter} = {value!r}" in injected[0].source, f"{name}: {parameter} not injected"
+            assert f"{parameter} = {PythonTranslator.translate(value)}" in injected[0].source, f"{name}: {parameter} not injected"
 
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda path: path.name)

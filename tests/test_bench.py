@@ -1,0 +1,125 @@
+"""labkit.bench: statistics, the sweep plan, bad input, and a tiny real sweep through the CLI.
+
+No test asserts a speed: timings are measurements (labkit bench prints ratios), not tests.
+"""
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from labkit import bench
+
+LABKIT = [sys.executable, "-m", "labkit.cli"]
+TINY_GRID = ["--workers", "1", "--ps", "1", "--packing", "1", "10", "--models", "mlp", "--batch-sizes", "64",
+             "--repeats", "2", "--min-steps", "20", "--target-accuracy", "0.5"]
+
+
+def labkit(*args, timeout=600):
+    return subprocess.run([*LABKIT, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_spread_gives_median_quartiles_and_extremes():
+    assert bench.spread([4.0, 1.0, 3.0, 2.0, 5.0]) == {"median": 3.0, "q1": 2.0, "q3": 4.0, "min": 1.0, "max": 5.0}
+    assert bench.spread([7.0, 7.0])["median"] == 7.0
+
+
+def test_first_reaching_finds_the_first_value_at_or_above_the_target():
+    assert bench.first_reaching([0.5, 0.84, 0.85, 0.9], 0.85) == 2
+    assert bench.first_reaching([0.5, 0.6], 0.85) is None
+
+
+def test_intervals_hold_whole_closures_for_every_worker():
+    point = bench.Point("mlp", "custom", workers=3, ps=1, packing=10, batch_size=64)
+    assert bench.interval_steps(point, 100) == 120
+    baseline = bench.Point("mlp", "single-process", workers=0, ps=0, packing=50, batch_size=64)
+    assert bench.interval_steps(baseline, 100) == 100
+
+
+def test_plan_varies_each_axis_around_the_base_point():
+    points = bench.plan(workers=[1, 2, 4], ps=[1, 2], packing=[1, 10], models=["mlp", "lm"],
+                        batch_sizes=[64, 256], cores=2)
+    assert len(points) == len(set(points))
+    custom = [p for p in points if p.loop == "custom"]
+    curve = {(p.workers, p.packing) for p in custom if p.model == "mlp" and p.ps == 1 and p.batch_size == 64}
+    assert curve == {(w, k) for w in (1, 2, 4) for k in (1, 10)}
+    # everything else at the base: 2 workers (closest to 2 cores), 1 ps, batch 64
+    assert {(p.model, p.ps) for p in custom if p.workers == 2} == {("mlp", 1), ("mlp", 2), ("lm", 1), ("lm", 2)}
+    assert {(p.model, p.workers, p.ps, p.packing) for p in points if p.loop == "fit"} == \
+        {("mlp", 2, 1, 1), ("mlp", 2, 1, 10)}  # model.fit: MNIST models only
+    assert {p.batch_size for p in custom if p.batch_size != 64} == {256}
+    baselines = {(p.model, p.batch_size, p.packing) for p in points if p.loop == "single-process"}
+    assert baselines == {("mlp", 64, 10), ("lm", 64, 10), ("mlp", 256, 10)}
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--workers", "0"], "worker counts must be whole numbers >= 1, got [0]. Give e.g. --workers 1 2 3 4"),
+    (["--ps", "0", "1"], "parameter server counts must be whole numbers >= 1"),
+    (["--packing", "0"], "--packing 1 10 50"),
+    (["--models", "resnet"], "unknown model 'resnet': choose from mlp, wide-mlp, lm"),
+    (["--repeats", "1"], "repeats must be a whole number >= 2"),
+    (["--target-accuracy", "85"], "target_accuracy must be in (0, 1]"),
+])
+def test_bad_input_says_what_is_wrong_and_how_to_fix_it(flags, message):
+    done = labkit("bench", *flags)
+    assert done.returncode != 0
+    assert message in done.stderr and done.stderr.startswith("labkit bench: ")
+
+
+def test_report_checks_its_settings_before_running_the_notebook(tmp_path):
+    with pytest.raises(ValueError, match="unknown model 'gpt'"):
+        bench.report(tmp_path, models=["gpt"])
+    assert not (tmp_path / bench.NOTEBOOK.name).exists()
+
+
+@pytest.fixture(scope="module")
+def tiny_sweep(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    done = labkit("bench", *TINY_GRID, "--out", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, done.stdout
+
+
+@pytest.mark.slow
+def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
+    out, printed = tiny_sweep
+    with open(out / "results.csv") as file:
+        rows = list(csv.DictReader(file))
+    document = json.loads((out / "results.json").read_text())
+    # 1 single-process baseline + custom loop and model.fit at packing 1 and 10
+    assert sorted((r["loop"], int(r["packing"])) for r in rows) == [
+        ("custom", 1), ("custom", 10), ("fit", 1), ("fit", 10), ("single-process", 10)]
+    assert len(document["results"]) == len(rows)
+    for row in rows:
+        assert float(row["samples_per_s_median"]) > 0
+        assert float(row["samples_per_s_q1"]) <= float(row["samples_per_s_median"]) <= float(row["samples_per_s_q3"])
+        assert float(row["samples_per_s_median"]) == pytest.approx(64 * float(row["steps_per_s_median"]))
+        assert float(row["ratio_to_single_process"]) > 0
+        assert int(row["intervals"]) == 2
+    assert document["settings"]["packing"] == [1, 10]
+    assert "single-process" in printed and "saved" in printed
+
+
+@pytest.mark.slow
+def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep):
+    out, _ = tiny_sweep
+    document = json.loads((out / "results.json").read_text())
+    machine = document["machine"]
+    assert machine["cores"] >= 1 and machine["memory_gib"] > 0
+    assert machine["versions"]["tensorflow"].startswith("2.21")
+    on_cluster = [r for r in document["results"] if r["loop"] != "single-process"]
+    for row in on_cluster:
+        assert set(row["cpu_per_task"]) == {"coordinator", "ps:0", "worker:0"}
+        assert row["cpu_workers"] > 0 and row["cpu_ps"] > 0
+        assert row["analytic_bytes_per_step"] == 2 * row["parameter_bytes"]
+        if row["measured_pull_bytes_per_step"] is not None:  # `ss` available: the sockets saw ~M each way
+            assert 0.8 < row["measured_pull_bytes_per_step"] / row["parameter_bytes"] < 1.5
+            assert 0.8 < row["measured_push_bytes_per_step"] / row["parameter_bytes"] < 1.5
+
+
+@pytest.mark.slow
+def test_tiny_sweep_plots_a_png(tiny_sweep):
+    out, _ = tiny_sweep
+    png = (out / "sweep.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
