@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 KERNEL := pslab
 
-.PHONY: lab test test-defaults install kernel bench bench-report clean-runs
+.PHONY: lab test test-defaults install kernel bench bench-report clean-runs exercises
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ test: install
 # Every notebook with its learner defaults, as a learner runs it (longer than `make test`).
 test-defaults: install
 	$(PY) -m pytest notebooks
+
+# exercises/ is generated: run this after editing a notebook in solutions/.
+exercises: install
+	$(PY) -m labkit.exercises
 
 bench: install
 	$(PY) -m labkit.bench startup

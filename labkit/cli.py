@@ -9,7 +9,7 @@ import time
 import labkit
 from labkit import tfconfig
 from labkit.cluster import LocalCluster, pick_port, running_clusters
-from labkit import bench, export
+from labkit import bench, exercises, export
 
 
 def cmd_up(args):
@@ -109,6 +109,11 @@ def cmd_bench(args):
         bench.run_and_save(args.out, **settings)
 
 
+def cmd_exercises(args):
+    """Write exercises/ from solutions/, each solution region replaced by a stub (--check: only compare)."""
+    exercises.run(args)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -173,6 +178,9 @@ def main(argv=None):
     bench_parser.add_argument("--report", action="store_true",
                               help="run notebook 08 on the sweep with papermill; the executed notebook goes to --out")
     bench_parser.set_defaults(run=cmd_bench)
+    exercises_parser = commands.add_parser("exercises", help=cmd_exercises.__doc__, description=cmd_exercises.__doc__)
+    exercises.add_arguments(exercises_parser)
+    exercises_parser.set_defaults(run=cmd_exercises)
 
     args = parser.parse_args(argv)
     try:

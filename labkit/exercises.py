@@ -1,0 +1,128 @@
+"""Write exercises/ from solutions/: ``python -m labkit.exercises`` (or ``labkit exercises``).
+
+Each solution notebook marks its answers the way nbgrader does::
+
+    ### BEGIN SOLUTION
+    ...the answer...
+    ### END SOLUTION
+
+The exercise notebook is the same notebook (same cells, same cell ids) with every
+such region replaced by a stub: ``# YOUR CODE HERE`` and a ``raise NotImplementedError``
+in code cells, ``YOUR ANSWER HERE`` in markdown cells. Outputs are never copied.
+"""
+import argparse
+import copy
+import sys
+from pathlib import Path
+
+import nbformat
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+CODE_STUB = ["# YOUR CODE HERE", 'raise NotImplementedError("replace this line with your solution")']
+MARKDOWN_STUB = ["YOUR ANSWER HERE"]
+
+
+def strip_solutions(source, cell_type="code", where="a cell"):
+    """``source`` with each solution region replaced by a stub indented like its BEGIN line."""
+    stub = CODE_STUB if cell_type == "code" else MARKDOWN_STUB
+    lines, region_indent = [], None
+    for number, line in enumerate(source.splitlines(), start=1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if region_indent is not None:
+                raise ValueError(f"{where}, line {number}: {BEGIN} inside another solution region; "
+                                 f"close the first one with {END}.")
+            region_indent = line[:len(line) - len(line.lstrip())]
+            lines += [region_indent + stub_line for stub_line in stub]
+        elif marker == END:
+            if region_indent is None:
+                raise ValueError(f"{where}, line {number}: {END} without a {BEGIN} before it.")
+            region_indent = None
+        elif region_indent is None:
+            lines.append(line)
+    if region_indent is not None:
+        raise ValueError(f"{where}: {BEGIN} is never closed; add {END} after the solution.")
+    return "\n".join(lines)
+
+
+def has_solution(cell):
+    return any(line.strip() == BEGIN for line in cell.source.splitlines())
+
+
+def exercise_notebook(solution, name="the notebook"):
+    """The exercise version of a solution notebook (a new notebook; ``solution`` is unchanged)."""
+    exercise = copy.deepcopy(solution)
+    for index, cell in enumerate(exercise.cells):
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        if has_solution(cell) or END in cell.source:
+            cell.source = strip_solutions(cell.source, cell.cell_type, f"{name}, cell {index} ({cell.get('id')})")
+    if not any(has_solution(cell) for cell in solution.cells):
+        raise ValueError(f"{name} has no {BEGIN} ... {END} region: nothing for a learner to do.")
+    return exercise
+
+
+def render(solutions_dir):
+    """{file name: exercise notebook text} for every notebook in ``solutions_dir``."""
+    paths = sorted(Path(solutions_dir).glob("*.ipynb"))
+    if not paths:
+        raise FileNotFoundError(f"no notebooks in {solutions_dir}: run this from the PS Lab checkout "
+                                "or pass --solutions DIR.")
+    return {path.name: nbformat.writes(exercise_notebook(nbformat.read(path, as_version=4), path.name)) + "\n"
+            for path in paths}
+
+
+def out_of_sync(solutions_dir, exercises_dir):
+    """Names of exercise notebooks that differ from what ``solutions_dir`` generates, or are extra."""
+    expected = render(solutions_dir)
+    present = {path.name for path in Path(exercises_dir).glob("*.ipynb")}
+    changed = [name for name, text in expected.items()
+               if not (Path(exercises_dir) / name).exists() or (Path(exercises_dir) / name).read_text() != text]
+    return sorted(set(changed) | (present - set(expected)))
+
+
+def generate(solutions_dir, exercises_dir):
+    """Write every exercise notebook; remove exercise notebooks whose solution is gone. Returns the names written."""
+    expected = render(solutions_dir)
+    Path(exercises_dir).mkdir(exist_ok=True)
+    for stale in Path(exercises_dir).glob("*.ipynb"):
+        if stale.name not in expected:
+            stale.unlink()
+    for name, text in expected.items():
+        (Path(exercises_dir) / name).write_text(text)
+    return sorted(expected)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="labkit exercises", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    run(parser.parse_args(argv))
+
+
+def add_arguments(parser):
+    parser.add_argument("--solutions", default="solutions", metavar="DIR", help="default: %(default)s")
+    parser.add_argument("--exercises", default="exercises", metavar="DIR", help="default: %(default)s")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit with an error if exercises/ is out of date")
+
+
+def run(args):
+    try:
+        _run(args)
+    except (FileNotFoundError, ValueError) as error:
+        sys.exit(f"labkit exercises: {error}")
+
+
+def _run(args):
+    if args.check:
+        stale = out_of_sync(args.solutions, args.exercises)
+        if stale:
+            sys.exit(f"out of date in {args.exercises}/: {', '.join(stale)}. Regenerate with `make exercises`.")
+        print(f"{args.exercises}/ matches {args.solutions}/")
+    else:
+        for name in generate(args.solutions, args.exercises):
+            print(f"wrote {Path(args.exercises) / name}")
+
+
+if __name__ == "__main__":
+    main()
