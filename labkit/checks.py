@@ -62,9 +62,11 @@ def tf_configs(configs, num_workers):
         host, _, port = address.rpartition(":")
         assert host in LOOPBACK_HOSTS, (f"{name} is at {address}: use 'localhost' for every task. The "
                                         "servers accept anyone who reaches them; keep them on loopback.")
-        assert port not in ports, (f"{name} is not reachable: it has port {port}, like {ports.get(port)}. "
-                                   f"Did you give it a port different from {ports.get(port)}?")
+        assert port not in ports, (f"{name} has port {port}, like {ports.get(port)}: only one server can "
+                                   f"listen there, so {name} would not be reachable. Did you give it a port "
+                                   f"different from {ports.get(port)}?")
         ports[port] = name
+    for name, config in configs.items():
         try:
             tfconfig.validate(config)
         except tfconfig.TFConfigError as error:
