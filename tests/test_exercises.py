@@ -1,0 +1,234 @@
+"""The five exercises: exercises/ is generated from solutions/ and in sync with it; every solution
+notebook passes its own checks with small parameters; every exercise notebook runs up to its first
+stub and fails there; and each exercise's checks reject at least one typical wrong answer."""
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import papermill.iorw
+import papermill.parameterize
+import psutil
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from conftest import RUN_MARK, wait_until_gone
+from labkit import cli, exercises
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
+CELL_TIMEOUT = 300
+
+SMOKE_PARAMETERS = {
+    "ex1_basic_cluster.ipynb": {"epochs": 2, "steps_per_epoch": 60, "target_accuracy": 0.75},
+    "ex2_gradient_compression.ipynb": {"num_workers": 1, "num_steps": 200, "max_accuracy_loss": 0.05},
+    "ex3_fault_tolerance.ipynb": {"num_workers": 1, "num_steps": 200, "checkpoint_every": 50, "kill_step": 100,
+                                  "target_accuracy": 0.75},
+    "ex4_performance_analysis.ipynb": {"worker_counts": [1, 2], "timed_steps": 200},
+    "ex5_staleness_checks.ipynb": {"num_steps": 100},
+}
+
+
+@dataclass(frozen=True)
+class WrongAnswer:
+    """``answer`` put into the solution region of the cell containing ``cell``; the next cell
+    containing ``check`` must then fail with an AssertionError whose message contains ``hint``."""
+
+    cell: str
+    answer: str
+    check: str
+    hint: str
+
+
+WRONG_ANSWERS = {
+    "ex1_basic_cluster.ipynb": [
+        WrongAnswer("ports = [portpicker", """
+cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"] * num_workers,
+           "chief": [f"localhost:{ports[-1]}"]}
+tf_configs = {f"{job}:{index}": {"cluster": cluster, "task": {"type": job, "index": index}}
+              for job, addresses in cluster.items() for index in range(len(addresses))}
+""", "checks.tf_configs(", "Did you give it a port different from worker:0?"),
+        WrongAnswer("process.terminate()", """
+for name, process in processes.items():
+    if name.startswith("worker"):
+        process.terminate()
+        process.wait()
+""", "checks.processes_stopped(", "still running: ps:0"),
+    ],
+    "ex2_gradient_compression.ipynb": [
+        WrongAnswer("class TopKCompressor", """
+    def compress(self, gradient):
+        return {"gradient": tf.where(tf.abs(gradient) < 0.01, 0.0, gradient)}
+""", "checks.compressor_shrinks(", "zeros still take 4 bytes each"),
+    ],
+    "ex3_fault_tolerance.ipynb": [
+        WrongAnswer("def train_until", """
+    for _ in range(num_steps // job.steps_per_closure):
+        job.coordinator.schedule(job.train_steps, args=(job.iterator,))
+    job.coordinator.join()
+""", "checks.checkpoint_saved(", "did train_until call manager.save()"),
+    ],
+    "ex4_performance_analysis.ipynb": [
+        WrongAnswer("figure, axis = plt.subplots", """
+axis.plot(list(seconds_by_workers.values()), marker="o")
+axis.set_xlabel("workers")
+axis.set_ylabel("seconds")
+""", "checks.plot_shows(", "not the worker counts"),
+    ],
+    "ex5_staleness_checks.ipynb": [
+        WrongAnswer("class BoundedStaleness", """
+        return tf.cast(tau < self.bound, tf.float32)
+""", "checks.bounded_rule(", "steps stale is still allowed"),
+    ],
+}
+NAMES = sorted(SMOKE_PARAMETERS)
+
+
+def with_answer(source, answer):
+    """``source`` with the body of its solution region replaced by ``answer``."""
+    begin, end = source.index(exercises.BEGIN), source.index(exercises.END)
+    start = source.index("\n", begin) + 1
+    return source[:start] + answer.strip("\n") + "\n" + source[source.rindex("\n", 0, end) + 1:]
+
+
+def smoke_copy(directory, name):
+    notebook = papermill.iorw.load_notebook_node(str(directory / name))
+    return papermill.parameterize.parameterize_notebook(notebook, SMOKE_PARAMETERS[name], kernel_name="pslab")
+
+
+def run(notebook, cwd, wrong_answers=()):
+    """Run ``notebook`` cell by cell in one kernel until a cell fails.
+
+    Before a cell that a wrong answer targets, the wrong version of it runs, then the cells after
+    it up to its check cell. Returns (index of the failing cell or None, its error, and for each
+    wrong answer the index of the cell where it failed and the error).
+    """
+    client = NotebookClient(notebook, kernel_name="pslab", timeout=CELL_TIMEOUT,
+                            resources={"metadata": {"path": str(cwd)}})
+    client.reset_execution_trackers()
+    outcomes = {}
+    with client.setup_kernel():
+        for index, cell in enumerate(notebook.cells):
+            for wrong in wrong_answers:
+                if wrong.cell in cell.source:
+                    outcomes[wrong] = run_wrong_answer(client, notebook.cells, index, wrong)
+            try:
+                client.execute_cell(cell, index)
+            except CellExecutionError as error:
+                return index, error, outcomes
+    return None, None, outcomes
+
+
+def run_wrong_answer(client, cells, index, wrong):
+    check = next(i for i in range(index + 1, len(cells)) if wrong.check in cells[i].source)
+    for i in range(index, check + 1):
+        cell = copy.deepcopy(cells[i])
+        if i == index:
+            cell.source = with_answer(cell.source, wrong.answer)
+        try:
+            client.execute_cell(cell, i)
+        except CellExecutionError as error:
+            return i - check, error
+    return None, None
+
+
+def learner_servers():
+    """Server processes (tf_server.py of exercise 1) started by this test run."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if any(part.endswith("tf_server.py") for part in process.info["cmdline"] or []) \
+                    and process.environ().get(RUN_MARK[0]) == RUN_MARK[1]:
+                found.append(process.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+# ----- the generator -----------------------------------------------------------------
+def test_exercises_are_generated_from_the_solutions():
+    assert exercises.out_of_sync(SOLUTIONS, EXERCISES) == [], "exercises/ is out of date: run `make exercises`"
+
+
+def test_a_solution_region_becomes_a_stub_and_everything_else_stays():
+    solution = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Write f."),
+        nbformat.v4.new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION\n\nf(1)",
+                                  execution_count=3, outputs=[nbformat.v4.new_output("stream", text="2")]),
+        nbformat.v4.new_markdown_cell("Why?\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION"),
+    ])
+    exercise = exercises.exercise_notebook(solution)
+    assert [cell.id for cell in exercise.cells] == [cell.id for cell in solution.cells]
+    assert exercise.cells[0].source == "Write f."
+    assert exercise.cells[1].source == ('def f(x):\n    # YOUR CODE HERE\n'
+                                        '    raise NotImplementedError("replace this line with your solution")\n\nf(1)')
+    assert exercise.cells[1].outputs == [] and exercise.cells[1].execution_count is None
+    assert exercise.cells[2].source == "Why?\nYOUR ANSWER HERE"
+    assert "return 2 * x" in solution.cells[1].source, "the solution notebook must not change"
+
+
+@pytest.mark.parametrize("source, message", [
+    ("### BEGIN SOLUTION\nx = 1", "never closed"),
+    ("x = 1\n### END SOLUTION", "without a ### BEGIN SOLUTION"),
+    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another solution region"),
+])
+def test_broken_markers_are_refused_with_the_line(source, message):
+    solution = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    with pytest.raises(ValueError, match=message):
+        exercises.exercise_notebook(solution, "ex9.ipynb")
+
+
+def test_the_check_command_reports_out_of_date_and_the_command_regenerates(tmp_path, capsys):
+    target = tmp_path / "exercises"
+    cli.main(["exercises", "--solutions", str(SOLUTIONS), "--exercises", str(target)])
+    (target / "ex0_left_over.ipynb").write_text("{}")
+    (target / NAMES[0]).write_text((target / NAMES[0]).read_text().replace("YOUR CODE HERE", "my answer"))
+    with pytest.raises(SystemExit, match=f"out of date in {target}/: ex0_left_over.ipynb, {NAMES[0]}"):
+        cli.main(["exercises", "--check", "--solutions", str(SOLUTIONS), "--exercises", str(target)])
+    cli.main(["exercises", "--solutions", str(SOLUTIONS), "--exercises", str(target)])
+    cli.main(["exercises", "--check", "--solutions", str(SOLUTIONS), "--exercises", str(target)])
+    assert sorted(path.name for path in target.glob("*.ipynb")) == NAMES
+    with pytest.raises(SystemExit, match="no notebooks in"):
+        cli.main(["exercises", "--solutions", str(tmp_path / "missing")])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solution_notebooks_follow_the_conventions(name):
+    notebook = nbformat.read(SOLUTIONS / name, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert notebook.metadata.kernelspec.name == "pslab"
+    assert code[0].source.startswith("import labkit") and code[0].source.endswith("labkit.versions()")
+    parameters = [cell for cell in code if "parameters" in cell.metadata.get("tags", [])]
+    assert len(parameters) == 1, "exactly one cell tagged 'parameters'"
+    for parameter in SMOKE_PARAMETERS[name]:
+        assert f"{parameter} = " in parameters[0].source, f"no parameter {parameter!r}"
+    assert all(cell.outputs == [] and cell.execution_count is None for cell in code), "strip the outputs"
+    assert code[-1].source == "checklist.summary()"
+    assert any("<summary>Hint</summary>" in cell.source for cell in notebook.cells)
+    assert len({cell.id for cell in notebook.cells}) == len(notebook.cells)
+
+
+# ----- the notebooks, run ----------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_solution_passes_its_checks_and_the_checks_reject_wrong_answers(name, tmp_path):
+    failed_at, error, outcomes = run(smoke_copy(SOLUTIONS, name), tmp_path, WRONG_ANSWERS[name])
+    assert error is None, f"cell {failed_at} of {name} failed: {error}"
+    assert len(outcomes) == len(WRONG_ANSWERS[name]), "a wrong answer's cell was not found"
+    for wrong, (cells_before_check, wrong_error) in outcomes.items():
+        assert cells_before_check == 0, f"the wrong answer for {wrong.check} failed before its check: {wrong_error}"
+        assert wrong_error.ename == "AssertionError" and wrong.hint in wrong_error.evalue, wrong_error.evalue
+    assert wait_until_gone(learner_servers()) == [], "exercise 1's server processes outlived its kernel"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_exercise_runs_until_its_first_stub_and_fails_there(name, tmp_path):
+    notebook = smoke_copy(EXERCISES, name)
+    first_stub = next(index for index, cell in enumerate(notebook.cells)
+                      if cell.cell_type == "code" and exercises.CODE_STUB[1] in cell.source)
+    failed_at, error, _ = run(notebook, tmp_path)
+    assert error is not None, "the exercise notebook ran to the end: its stubs raise nothing"
+    assert error.ename == "NotImplementedError", f"cell {failed_at} failed before any stub: {error}"
+    assert failed_at >= first_stub
