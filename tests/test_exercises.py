@@ -230,5 +230,6 @@ def test_exercise_runs_until_its_first_stub_and_fails_there(name, tmp_path):
                       if cell.cell_type == "code" and exercises.CODE_STUB[1] in cell.source)
     failed_at, error, _ = run(notebook, tmp_path)
     assert error is not None, "the exercise notebook ran to the end: its stubs raise nothing"
-    assert error.ename == "NotImplementedError", f"cell {failed_at} failed before any stub: {error}"
-    assert failed_at >= first_stub
+    assert error.ename == "NotImplementedError" and "replace this line" in error.evalue, \
+        f"cell {failed_at} failed, but not at a stub: {error}"
+    assert failed_at >= first_stub, f"cell {failed_at} raised NotImplementedError before the first stub"
