@@ -260,11 +260,7 @@ def train_mnist(strategy, coordinator, data, compressor, error_feedback=False, n
         model = models.mnist_mlp()
         optimizer = CompressedSGD(model.trainable_variables, compressor, learning_rate, error_feedback)
 
-    def dataset_fn():
-        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
-        return dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
-
-    batches = train.per_worker_iterator(coordinator, dataset_fn)
+    batches = train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size, seed))
     train_steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure)
     coordinator.schedule(train_steps, args=(batches,))  # warm-up: tracing, first pulls
     coordinator.join()

@@ -190,9 +190,10 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
         model = models.mnist_mlp()
         optimizer = StalenessSGD(model.trainable_variables, rule, learning_rate, delay, num_workers)
 
+    mnist_batches = train.mnist_dataset_fn(data, batch_size, seed)
+
     def dataset_fn():
-        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
-        dataset = dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
+        dataset = mnist_batches()
         worker = tf.distribute.coordinator.experimental_get_current_worker_index()
         return slowed(dataset, straggler_ms) if straggler is not None and worker == straggler else dataset
 

@@ -104,6 +104,14 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
     return history
 
 
+def mnist_dataset_fn(data, batch_size, seed=None):
+    """A ``dataset_fn`` of MNIST training batches, shuffled and repeated, for ``per_worker_iterator``."""
+    def dataset_fn():
+        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
+        return dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
+    return dataset_fn
+
+
 def per_worker_iterator(coordinator, dataset_fn):
     """An iterator over a dataset that every worker builds for itself from ``dataset_fn()``."""
     return iter(coordinator.create_per_worker_dataset(dataset_fn))
