@@ -59,7 +59,7 @@ def versions():
 
 _configure_environment()
 
-from labkit.cluster import ClusterStartError, LocalCluster  # noqa: E402
+from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError  # noqa: E402
 from labkit.tfconfig import TFConfigError  # noqa: E402
 
-__all__ = ["versions", "LocalCluster", "ClusterStartError", "TFConfigError", "KerasVersionError"]
+__all__ = ["versions", "LocalCluster", "ClusterStartError", "PortInUseError", "TFConfigError", "KerasVersionError"]

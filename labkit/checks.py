@@ -5,13 +5,12 @@ bytes that shrank, a checkpoint on disk) and fails with an ``AssertionError``.
 """
 import math
 import os
-import socket
 import time
 
-import psutil
 import tensorflow as tf
 
 from labkit import compression, fit, tfconfig
+from labkit.processes import serving
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 
@@ -88,7 +87,7 @@ def servers_serving(processes, configs, timeout=60.0):
     deadline = time.monotonic() + timeout
     for name in servers:
         process, port = processes[name], int(_address(configs[name]["cluster"], name).rpartition(":")[2])
-        while not _listens(process.pid, port):
+        while not serving(process.pid, port):
             code = process.poll()
             assert code is None, (f"{name}'s process exited with code {code} before serving: read its log. "
                                   "Did you pass TF_CONFIG in its environment (env=...)?")
@@ -97,25 +96,10 @@ def servers_serving(processes, configs, timeout=60.0):
             time.sleep(0.1)
 
 
-def _listens(pid, port):
-    try:
-        listening = any(c.status == psutil.CONN_LISTEN and c.laddr.port == port
-                        for c in psutil.Process(pid).net_connections(kind="tcp"))
-    except psutil.NoSuchProcess:
-        return False
-    if not listening:
-        return False
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
 def cluster_trained(configs, model, data, target_accuracy):
     """This process joined the learner's cluster as its chief, the model lives on the ps, and it learned MNIST."""
     address = _address(configs["chief:0"]["cluster"], "chief:0")
-    assert _listens(os.getpid(), int(address.rpartition(":")[2])), (
+    assert serving(os.getpid(), int(address.rpartition(":")[2])), (
         f"this notebook does not serve at {address}, chief:0's address: build the strategy's resolver from "
         "your cluster, with task_type='chief' and task_id=0.")
     devices = {variable.device for variable in model.variables}

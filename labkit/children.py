@@ -3,13 +3,15 @@
 The parent keeps the write end of each child's stdin pipe and never writes to it.
 However the parent ends (exit, exception, Ctrl-C, SIGKILL, a killed kernel), the
 operating system closes that pipe; the child, blocked reading stdin in a thread,
-sees end-of-file and exits at once.
+sees end-of-file and exits at once. (``labkit.processes`` stops them, waits for
+them and reads their logs.)
 """
-import atexit
 import os
 import subprocess
 import sys
 import threading
+
+from labkit import processes
 
 # Set by start(): only a child whose stdin is that pipe may treat end-of-file as "parent gone".
 # Run by hand (stdin a terminal, or /dev/null under nohup), a labkit program must not exit.
@@ -30,13 +32,10 @@ def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.S
 
     Whatever it runs on the way (a shell, ``ip netns exec``) must pass on stdin and the
     environment, and should ``exec`` the program so that killing this process kills it.
+    Returns a ``labkit.processes.Process``; ``process.stop()`` stops it.
     """
     env = dict(os.environ if env is None else env, **{STARTED_BY_PARENT: "1"})
-    process = subprocess.Popen(command, env=env,
-                               stdin=subprocess.PIPE, stdout=stdout, stderr=stderr,
-                               text=stdout is subprocess.PIPE, start_new_session=True)
-    atexit.register(_stop, process)
-    return process
+    return processes.start_command(command, env=env, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr)
 
 
 def exit_with_parent_if_started_by_one():
@@ -54,9 +53,3 @@ def exit_when_parent_exits():
     while os.read(0, 4096):
         pass
     os._exit(0)
-
-
-def _stop(process):
-    if process.poll() is None:
-        process.kill()
-        process.wait()

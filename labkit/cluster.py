@@ -7,15 +7,12 @@ on a real machine. The process that owns the LocalCluster is the coordinator.
 No orphans: each task is a ``labkit.children`` process, which exits when its
 stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
-with the same name starts.
+with the same name starts. ``labkit.processes`` starts, waits for and stops them.
 """
-import atexit
 import html
 import json
 import os
-import signal
-import socket
-import subprocess
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -24,14 +21,11 @@ from pathlib import Path
 import portpicker
 import psutil
 
-from labkit import children, tfconfig
+from labkit import children, processes, tfconfig
+from labkit.server import EXIT_PORT_IN_USE
 
 HOST = "localhost"
-READY_POLL_SECONDS = 0.05
-STOP_GRACE_SECONDS = 5.0
 PORT_ATTEMPTS = 3
-# Exit code of labkit.server meaning "the port was taken: pick another and retry".
-EXIT_PORT_IN_USE = 75
 STATE_DIR = Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
 
 _live_clusters = {}  # name -> LocalCluster, so a re-run cell replaces its old cluster
@@ -39,6 +33,10 @@ _live_clusters = {}  # name -> LocalCluster, so a re-run cell replaces its old c
 
 class ClusterStartError(RuntimeError):
     """A task process died or never became reachable while the cluster started."""
+
+
+class PortInUseError(ClusterStartError):
+    """A port this cluster reserved was taken by another program."""
 
 
 def pick_port():
@@ -54,7 +52,7 @@ class Task:
     index: int
     port: int
     log_path: Path
-    process: subprocess.Popen = None
+    process: processes.Process = None
     started_at: float = 0.0
     restarts: int = field(default=0)
 
@@ -75,26 +73,11 @@ class Task:
 
     def serving(self):
         """True once this task's own process listens on its port and accepts a connection."""
-        return self.listening() and self.accepts_connections()
-
-    def listening(self):
-        try:
-            sockets = psutil.Process(self.pid).net_connections(kind="tcp")
-        except (psutil.NoSuchProcess, TypeError):
-            return False
-        return any(s.status == psutil.CONN_LISTEN and s.laddr.port == self.port for s in sockets)
-
-    def accepts_connections(self):
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return True
-        except OSError:
-            return False
+        return self.alive() and processes.serving(self.pid, self.port)
 
     def log_tail(self, lines=10):
-        if not self.log_path.exists():
-            return ""
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        """The last lines of this task's log (read from the end of the file)."""
+        return processes.log_tail(self.log_path, lines)
 
 
 class LocalCluster:
@@ -104,11 +87,14 @@ class LocalCluster:
     multi-machine TF_CONFIG would: the process that calls ``strategy()`` listens there.
     With ``chief=False`` TensorFlow picks the coordinator's port at each connection, and
     reconnecting in the same process (after a PS failure, say) then breaks checkpointing.
-    Use it as a context manager, or call ``stop()`` when done.
+    Use it as a context manager (which starts it, if made with ``start=False``), or call
+    ``stop()`` when done. A clean stop removes the log directory it made, unless
+    ``keep_logs=True``; leaving a ``with`` block by an exception keeps it, to read.
+    A ``log_dir`` you give is never removed.
     """
 
     def __init__(self, num_workers=2, num_ps=1, chief=True, name="default",
-                 log_dir=None, start=True, ready_timeout=90.0):
+                 log_dir=None, start=True, ready_timeout=90.0, keep_logs=False):
         if not isinstance(num_workers, int) or num_workers < 1:
             raise ValueError(f"num_workers must be a whole number >= 1, got {num_workers!r}: "
                              "a PS cluster needs at least one worker to run steps.")
@@ -116,9 +102,9 @@ class LocalCluster:
             raise ValueError(f"num_ps must be a whole number >= 1, got {num_ps!r}: "
                              "a PS cluster needs at least one parameter server to hold variables.")
         self.num_workers, self.num_ps, self.chief, self.name = num_workers, num_ps, chief, name
-        self.ready_timeout = ready_timeout
+        self.ready_timeout, self.keep_logs = ready_timeout, keep_logs
+        self._own_log_dir = log_dir is None
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix=f"labkit-{name}-"))
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready_seconds = None
         self.tasks = []
         self.chief_port = None
@@ -160,25 +146,35 @@ class LocalCluster:
         return any(task.alive() for task in self.tasks)
 
     def start(self):
-        """Start every task in parallel and return once all accept connections."""
+        """Start every task in parallel and return once all accept connections.
+
+        Does nothing if the cluster already runs. A task whose port another program took
+        meanwhile makes the cluster start again on new ports (up to PORT_ATTEMPTS times).
+        """
+        if self.running:
+            return self
         began = time.monotonic()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         for attempt in range(1, PORT_ATTEMPTS + 1):
             self._assign_ports()
             for task in self.tasks:
                 self._launch(task)
             try:
-                self._wait_until_ready(self.tasks)
+                self._wait_until_serving(self.tasks)
                 break
-            except _PortInUse:
-                self._terminate_all()
+            except processes.ServingError as error:
+                self._stop_tasks()
+                if error.returncode != EXIT_PORT_IN_USE:
+                    raise ClusterStartError(str(error)) from None
                 if attempt == PORT_ATTEMPTS:
-                    raise ClusterStartError(f"could not find free ports after {attempt} attempts; "
-                                            "is something grabbing ports on this machine?")
+                    raise PortInUseError(f"another program took the picked ports {attempt} times in a row; "
+                                         f"is something grabbing ports on this machine? The last clash:\n{error}"
+                                         ) from None
             except BaseException:
-                self._terminate_all()
+                self._stop_tasks()
                 raise
         self.ready_seconds = time.monotonic() - began
-        atexit.register(self.stop)
+        processes.stop_at_exit(self)
         self._write_state()
         return self
 
@@ -196,21 +192,35 @@ class LocalCluster:
         self.kill(task)
         target.restarts += 1
         self._launch(target)
-        self._wait_until_ready([target])
+        try:
+            self._wait_until_serving([target])
+        except processes.ServingError as error:
+            self._write_state()
+            if error.returncode == EXIT_PORT_IN_USE:
+                raise PortInUseError(f"{target.name} cannot restart: another program took its port "
+                                     f"{target.port} while it was down. Stop that program and call "
+                                     f"restart({task!r}) again, or start a new cluster.\n{error}") from None
+            raise ClusterStartError(str(error)) from None
         self._write_state()
 
-    def stop(self):
-        """Stop every task (SIGTERM, then SIGKILL after a grace period). Safe to call twice."""
-        self._terminate_all()
+    def stop(self, keep_logs=None):
+        """Stop every task (SIGTERM, then SIGKILL after a grace period). Safe to call twice.
+
+        Removes the log directory this cluster made, unless ``keep_logs`` (default: as given
+        when the cluster was made).
+        """
+        self._stop_tasks()
         self._state_file().unlink(missing_ok=True)
         if _live_clusters.get(self.name) is self:
             del _live_clusters[self.name]
+        if self._own_log_dir and not (self.keep_logs if keep_logs is None else keep_logs):
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
     def __enter__(self):
-        return self
+        return self.start()
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, error_type, error, traceback):
+        self.stop(keep_logs=True if error_type else None)
 
     # ----- TensorFlow helpers ----------------------------------------------
     def resolver(self):
@@ -223,9 +233,21 @@ class LocalCluster:
             rpc_layer="grpc")
 
     def strategy(self, **kwargs):
-        """A ParameterServerStrategy connected to this cluster (kwargs go to the strategy)."""
+        """A ParameterServerStrategy connected to this cluster (kwargs go to the strategy).
+
+        This process then listens at the chief's address: raises ``PortInUseError`` if
+        another program took that port since the cluster started.
+        """
         import tensorflow as tf
 
+        if not self.running:
+            raise ClusterStartError("this cluster is not running: call cluster.start(), or use "
+                                    "`with LocalCluster(...) as cluster:`, before making its strategy.")
+        if self.chief_port and not (processes.port_is_free(self.chief_port)
+                                    or processes.listening(os.getpid(), self.chief_port)):
+            raise PortInUseError(f"the chief's port {self.chief_port}, where this process must listen as the "
+                                 "coordinator, was taken by another program after the cluster started. "
+                                 "Stop that program, or stop this cluster and start a new one (new ports).")
         return tf.distribute.ParameterServerStrategy(self.resolver(), **kwargs)
 
     # ----- watching -----------------------------------------------------------
@@ -273,39 +295,15 @@ class LocalCluster:
             task.process = children.start("labkit.server", env=env, stdout=log)
         task.started_at = time.monotonic()
 
-    def _wait_until_ready(self, tasks):
+    def _wait_until_serving(self, tasks):
+        """Wait for tasks started together: one deadline for all of them."""
         deadline = time.monotonic() + self.ready_timeout
-        waiting = list(tasks)
-        while waiting:
-            for task in list(waiting):
-                code = task.process.poll()
-                if code == EXIT_PORT_IN_USE:
-                    raise _PortInUse(task.name)
-                if code is not None:
-                    raise ClusterStartError(f"{task.name} exited with code {code} while starting. "
-                                            f"Last lines of {task.log_path}:\n{task.log_tail()}")
-                if task.serving():
-                    waiting.remove(task)
-            if waiting and time.monotonic() > deadline:
-                names = ", ".join(t.name for t in waiting)
-                raise ClusterStartError(f"{names} did not accept connections within {self.ready_timeout:.0f} s. "
-                                        f"Last lines of {waiting[0].log_path}:\n{waiting[0].log_tail()}")
-            time.sleep(READY_POLL_SECONDS)
+        for task in tasks:
+            processes.wait_until_serving(task.process, task.log_path, task.port, task.name,
+                                         timeout=max(0.0, deadline - time.monotonic()))
 
-    def _terminate_all(self):
-        running = [t for t in self.tasks if t.alive()]
-        for task in running:
-            task.process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
-        for task in running:
-            try:
-                task.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                task.process.kill()
-                task.process.wait()
-        for task in self.tasks:
-            if task.process and task.process.stdin:
-                task.process.stdin.close()
+    def _stop_tasks(self):
+        processes.stop([task.process for task in self.tasks if task.process])
 
     def _state_file(self):
         return STATE_DIR / f"{self.name}-{os.getpid()}.json"
@@ -315,11 +313,10 @@ class LocalCluster:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
                  "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
-        self._state_file().write_text(json.dumps(state, indent=1))
-
-
-class _PortInUse(Exception):
-    """A task could not bind its port (another program took it after we picked it)."""
+        # Written aside, then renamed: a reader (`labkit status`) sees the old file or the new, never half.
+        with tempfile.NamedTemporaryFile("w", dir=STATE_DIR, suffix=".tmp", delete=False) as file:
+            json.dump(state, file, indent=1)
+        os.replace(file.name, self._state_file())
 
 
 def running_clusters():
@@ -336,4 +333,4 @@ def running_clusters():
     return found
 
 
-__all__ = ["LocalCluster", "ClusterStartError", "Task", "pick_port", "running_clusters"]
+__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "running_clusters"]

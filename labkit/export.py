@@ -12,7 +12,6 @@ how notebook 09 and tests/test_multihost.py play several machines on one compute
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,11 +19,11 @@ from pathlib import Path
 import yaml
 from tqdm.auto import tqdm
 
-from labkit import children, tfconfig
+from labkit import children, processes, tfconfig
 
 DEFAULT_CHIEF_COMMAND = 'python -m labkit.coordinator --checkpoint-dir "$PWD/checkpoints"'
 CLUSTER_FILE_EXAMPLE = "chief: [10.0.0.9:2222]\nps: [10.0.0.1:2222]\nworker: [10.0.0.2:2222, 10.0.0.3:2222]"
-SERVING = "serving at"  # what labkit.server prints once its port is open
+LOG_NAME = "task.log"  # each started task's output, in its directory, new at each start
 JOB_ORDER = ("ps", "worker", "chief")  # servers first: the chief connects to all of them
 
 
@@ -115,7 +114,7 @@ def exported_tasks(out_dir) -> list[tuple[str, str, Path]]:
 def start_task(directory, netns=None):
     """Run the task exported to ``directory`` (its ``run.sh``) as a child that exits with this process.
 
-    Its output goes to ``task.log`` there. ``netns``: the network namespace that plays its
+    Its output goes to a new ``task.log`` there. ``netns``: the network namespace that plays its
     host (needs root). ``python`` in run.sh is this interpreter, as on a host with labkit installed.
     """
     directory = Path(directory)
@@ -124,22 +123,17 @@ def start_task(directory, netns=None):
         command = ["ip", "netns", "exec", netns, *command]
     env = dict(os.environ, PYTHONUNBUFFERED="1",
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    with open(directory / "task.log", "ab") as log:
+    with open(directory / LOG_NAME, "wb") as log:
         return children.start_command(command, env=env, stdout=log)
 
 
 def wait_until_serving(process, directory, timeout=90.0):
-    """Return once the ps or worker task started from ``directory`` serves; raise if it died or hung."""
-    log = Path(directory) / "task.log"
-    deadline = time.monotonic() + timeout
-    while SERVING not in log.read_text(errors="replace"):
-        if process.poll() is not None:
-            raise RuntimeError(f"the task in {directory} exited with code {process.returncode} before serving. "
-                               f"Its log:\n{log_tail(directory)}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the task in {directory} did not serve within {timeout:.0f} s. "
-                               f"Its log:\n{log_tail(directory)}")
-        time.sleep(0.1)
+    """Return once the ps or worker task started from ``directory`` serves; raise if it died or hung.
+
+    Its log says so: a task in another network namespace cannot be reached from here.
+    """
+    processes.wait_until_serving(process, Path(directory) / LOG_NAME, name=f"the task in {directory}",
+                                 timeout=timeout)
 
 
 def follow_chief(process, directory, num_steps, timeout=600.0):
@@ -148,7 +142,7 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
     Shows its progress from the "checkpoint saved" lines it logs. Ctrl-C, the timeout or
     a failed chief stop it and raise.
     """
-    log = Path(directory) / "task.log"
+    log = Path(directory) / LOG_NAME
     deadline = time.monotonic() + timeout
     try:
         with tqdm(total=num_steps, desc="chief: training steps") as progress:
@@ -163,7 +157,7 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
                                        f"Its log:\n{log_tail(directory)}")
                 time.sleep(0.5)
     finally:
-        stop([process])
+        processes.stop([process])
     if process.returncode != 0:
         raise RuntimeError(f"the chief in {directory} failed (exit code {process.returncode}). "
                            f"Its log:\n{log_tail(directory)}")
@@ -172,19 +166,5 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
 
 def log_tail(directory, lines=15):
     """The last lines of a started task's ``task.log``."""
-    return "\n".join((Path(directory) / "task.log").read_text(errors="replace").splitlines()[-lines:])
+    return processes.log_tail(Path(directory) / LOG_NAME, lines)
 
-
-def stop(processes, grace_seconds=5.0):
-    """Stop started tasks: SIGTERM, then SIGKILL after ``grace_seconds``; wait until each is gone."""
-    for process in processes:
-        if process.poll() is None:
-            process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=grace_seconds)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.stdin:
-            process.stdin.close()

@@ -12,11 +12,13 @@ import os
 import sys
 
 import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
-from labkit import tfconfig
+from labkit import processes, tfconfig
 from labkit.children import exit_with_parent_if_started_by_one
-from labkit.cluster import EXIT_PORT_IN_USE
 
 SERVING_ROLES = ("ps", "worker")
+# Exit code meaning "another program holds my port": the starter may pick another port and retry.
+# Any other failure exits with code 1 and its error in the log.
+EXIT_PORT_IN_USE = 75
 
 
 def main():
@@ -42,7 +44,11 @@ def main():
         server = tf.distribute.Server(resolver.cluster_spec(), job_name=task_type,
                                       task_index=task_index, protocol="grpc", start=True)
     except tf.errors.UnknownError as error:
-        print(f"labkit.server: could not listen on {address}: {error.message}", flush=True)
+        port = int(address.rpartition(":")[2])
+        if processes.port_is_free(port):  # not a port clash: fail with the error itself
+            raise
+        print(f"labkit.server: could not listen on {address}, port {port} is taken by another program: "
+              f"{error.message}", flush=True)
         sys.exit(EXIT_PORT_IN_USE)
     # Started only now, so a parent that died during start-up is noticed at once here.
     exit_with_parent_if_started_by_one()

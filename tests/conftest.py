@@ -1,12 +1,21 @@
 """Shared test fixtures. Every test must leave no labkit task process behind."""
 import os
+import shutil
+import tempfile
 import time
 import uuid
 
 import psutil
 import pytest
 
-import labkit  # noqa: F401  (selects Keras 2 before any test imports TensorFlow)
+# Before labkit is imported: clusters of this test run record themselves in a directory of
+# its own, never in ~/.cache (kept if this file is imported again, as tests.conftest).
+STATE_PREFIX = "labkit-test-state-"
+if not os.path.basename(os.environ.get("LABKIT_STATE_DIR", "")).startswith(STATE_PREFIX):
+    os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix=STATE_PREFIX)
+STATE_DIR = os.environ["LABKIT_STATE_DIR"]
+
+import labkit  # noqa: E402, F401  (selects Keras 2 before any test imports TensorFlow)
 from smoke_notebooks import prepare as prepare_smoke_notebooks
 
 # Inherited by every process this test run starts (kernels, CLIs, task servers), so the
@@ -18,6 +27,10 @@ os.environ[RUN_MARK[0]] = RUN_MARK[1]
 def pytest_configure(config):
     """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them."""
     prepare_smoke_notebooks()
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(STATE_DIR, ignore_errors=True)
 
 
 def task_processes():

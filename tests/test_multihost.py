@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from labkit import export, netns
+from labkit import export, netns, processes
 from tests.conftest import task_processes, wait_until_gone
 
 pytestmark = pytest.mark.slow
@@ -44,9 +44,9 @@ def network():
 @pytest.fixture
 def started():
     """Processes the test starts; stopped before the network is torn down, even if the test fails."""
-    processes = []
-    yield processes
-    export.stop(processes)
+    started_processes = []
+    yield started_processes
+    processes.stop(started_processes)
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,178 @@
+"""The processes labkit starts: start, wait until serving, stop, read their logs.
+
+Every task of a cluster (and the coordinator and evaluator programs) is a child
+process started here, as a ``labkit.children`` child that exits with its parent.
+One place owns their life cycle:
+
+- ``start_command``: start a command, its output appended to a log file;
+- ``wait_until_serving``: return once the process listens on its port and accepts
+  a connection; raise with the end of its log if it exited or hung instead;
+- ``stop``: SIGTERM, a grace period, then SIGKILL (``psutil.wait_procs``);
+- ``log_tail``: the last lines of a log, read from the end of the file;
+- ``stop_at_exit``: one interpreter-exit hook for everything still running.
+"""
+import atexit
+import errno
+import os
+import socket
+import subprocess
+import time
+import weakref
+from pathlib import Path
+
+import psutil
+
+POLL_SECONDS = 0.05
+STOP_GRACE_SECONDS = 5.0
+TAIL_BLOCK_BYTES = 8192
+SERVING_LOG_LINE = "serving at"  # what labkit.server prints once its port is open
+
+
+class ServingError(RuntimeError):
+    """A started process exited, or did not serve in time. The message ends with its log tail."""
+
+    def __init__(self, message, returncode=None):
+        super().__init__(message)
+        self.returncode = returncode  # the exit code, or None if it is still running (it hung)
+
+
+class Process(psutil.Popen):
+    """A started child process: ``subprocess.Popen`` and ``psutil.Process`` in one, with ``stop()``."""
+
+    def stop(self, grace_seconds=STOP_GRACE_SECONDS):
+        stop([self], grace_seconds)
+
+
+def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=None):
+    """Start ``command`` in its own session; it is stopped at interpreter exit if still running.
+
+    With the default ``stdout``, read its output as text from ``process.stdout``.
+    """
+    process = Process(command, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                      text=stdout is subprocess.PIPE, start_new_session=True)
+    return stop_at_exit(process)
+
+
+def listening(pid, port):
+    """True if process ``pid`` has a TCP socket listening on ``port``."""
+    try:
+        sockets = psutil.Process(pid).net_connections(kind="tcp")
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    return any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets)
+
+
+def accepts_connections(port, timeout=0.5):
+    """True if something on this machine accepts a TCP connection on ``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def serving(pid, port):
+    """True once process ``pid`` itself listens on ``port`` and a connection to it is accepted."""
+    return listening(pid, port) and accepts_connections(port)
+
+
+def port_is_free(port):
+    """True if a server could bind ``port`` on every interface now (as TensorFlow's gRPC server does)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC: TIME_WAIT is no clash
+        try:
+            probe.bind(("", port))
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                return False
+            raise
+    return True
+
+
+def wait_until_serving(process, log_path, port=None, name="the task", timeout=90.0):
+    """Return once ``process`` serves; raise ``ServingError`` with its log tail if it exits or hangs first.
+
+    Serving: this very process listens on ``port`` and accepts a connection. Without a ``port``
+    (a process in another network namespace, whose sockets cannot be seen or reached from
+    here): its log holds the line ``labkit.server`` prints once it serves.
+    """
+    def ready():
+        if port:
+            return serving(process.pid, port)
+        return Path(log_path).exists() and SERVING_LOG_LINE in Path(log_path).read_text(errors="replace")
+
+    deadline = time.monotonic() + timeout
+    while not ready():
+        code = process.poll()
+        if code is not None:
+            raise ServingError(f"{name} exited with code {code} while starting. "
+                               f"Last lines of {log_path}:\n{log_tail(log_path)}", code)
+        if time.monotonic() > deadline:
+            raise ServingError(f"{name} did not serve{f' on port {port}' if port else ''} within {timeout:.0f} s. "
+                               f"Last lines of {log_path}:\n{log_tail(log_path)}")
+        time.sleep(POLL_SECONDS)
+
+
+def stop(processes, grace_seconds=STOP_GRACE_SECONDS):
+    """Stop processes: SIGTERM, then SIGKILL to those still running after ``grace_seconds``.
+
+    Returns once every one has exited (each ``returncode`` is set); closes their stdin pipes,
+    which also tells a ``labkit.children`` child that its parent is gone.
+    """
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
+        _signal(process.terminate)
+    _, still_running = psutil.wait_procs(running, timeout=grace_seconds)
+    for process in still_running:
+        _signal(process.kill)
+    psutil.wait_procs(still_running)
+    for process in processes:
+        if process.stdin:
+            process.stdin.close()
+
+
+def _signal(send):
+    try:
+        send()
+    except psutil.NoSuchProcess:  # it exited in between
+        pass
+
+
+def log_tail(path, lines=10):
+    """The last ``lines`` lines of a log file ("" if it does not exist yet), read from its end."""
+    try:
+        with open(path, "rb") as log:
+            end = log.seek(0, os.SEEK_END)
+            tail = b""
+            while end > 0 and tail.count(b"\n") <= lines:
+                start = max(0, end - TAIL_BLOCK_BYTES)
+                log.seek(start)
+                tail = log.read(end - start) + tail
+                end = start
+    except FileNotFoundError:
+        return ""
+    return "\n".join(tail.decode(errors="replace").splitlines()[-lines:])
+
+
+# ----- one interpreter-exit hook for whatever is still running -------------------------
+_to_stop_at_exit = weakref.WeakSet()
+
+
+def stop_at_exit(owner):
+    """Call ``owner.stop()`` when the interpreter exits, unless it was garbage-collected before."""
+    _to_stop_at_exit.add(owner)
+    return owner
+
+
+@atexit.register
+def _stop_everything_left():
+    """Owners first (a cluster stops its tasks together), then the processes left, together too."""
+    owners = list(_to_stop_at_exit)
+    for owner in owners:
+        if not isinstance(owner, Process):
+            owner.stop()
+    stop([owner for owner in owners if isinstance(owner, Process)])
+
+
+__all__ = ["Process", "ServingError", "start_command", "wait_until_serving", "serving", "listening",
+           "accepts_connections", "port_is_free", "stop", "log_tail", "stop_at_exit"]
