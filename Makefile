@@ -42,7 +42,7 @@ exercises: install
 	$(PY) -m labkit.exercises
 
 bench: install
-	$(PY) -m labkit.bench startup
+	$(PY) -m labkit.cli bench startup
 
 # The performance sweep through notebook 08 (papermill): executed notebook, CSV/JSON, plot.
 bench-report: install

@@ -102,6 +102,9 @@ def cmd_export(args):
 
 def cmd_bench(args):
     """Measure training speed against workers, parameter servers, step packing, model and batch size."""
+    if args.benchmark == "startup":
+        bench.startup(args.repeats, args.workers, args.ps, args.out)
+        return
     settings = {name: getattr(args, name) for name in bench.DEFAULTS}
     if args.report:
         bench.report(args.out, **settings)
@@ -158,7 +161,7 @@ def main(argv=None):
     export_parser.set_defaults(run=cmd_export)
     bench_parser = commands.add_parser("bench", help=cmd_bench.__doc__, description=cmd_bench.__doc__,
                                        epilog="e.g. labkit bench --workers 1 2 --ps 1 --packing 1 10 --models mlp; "
-                                              "python -m labkit.bench startup times cluster start-up")
+                                              "labkit bench startup times cluster start-up")
     defaults = bench.DEFAULTS
     for flag, kind, what in (("--workers", int, "worker counts"), ("--ps", int, "parameter server counts"),
                              ("--packing", int, "steps per closure / steps_per_execution"),
@@ -177,7 +180,14 @@ def main(argv=None):
                               help="directory for results.csv, results.json, sweep.png (default: runs/bench/<time>)")
     bench_parser.add_argument("--report", action="store_true",
                               help="run notebook 08 on the sweep with papermill; the executed notebook goes to --out")
-    bench_parser.set_defaults(run=cmd_bench)
+    bench_parser.set_defaults(run=cmd_bench, benchmark="sweep")
+    startup_help = "time a cluster's start-to-ready against a bare `import tensorflow`, alternately in one run"
+    startup = bench_parser.add_subparsers(dest="benchmark", metavar="startup").add_parser(
+        "startup", help=startup_help, description=startup_help)
+    startup.add_argument("--repeats", type=int, default=3, help="rounds of both timings (default: %(default)s)")
+    startup.add_argument("--workers", type=int, default=2, help="workers of the cluster (default: %(default)s)")
+    startup.add_argument("--ps", type=int, default=1, help="parameter servers of the cluster (default: %(default)s)")
+    startup.add_argument("--out", default="runs/bench", help="directory for startup.json (default: %(default)s)")
     exercises_parser = commands.add_parser("exercises", help=cmd_exercises.__doc__, description=cmd_exercises.__doc__)
     exercises.add_arguments(exercises_parser)
     exercises_parser.set_defaults(run=cmd_exercises)

@@ -105,6 +105,7 @@ class LocalCluster:
         self.ready_timeout, self.keep_logs = ready_timeout, keep_logs
         self._own_log_dir = log_dir is None
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix=f"labkit-{name}-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready_seconds = None
         self.tasks = []
         self.chief_port = None
@@ -154,7 +155,7 @@ class LocalCluster:
         if self.running:
             return self
         began = time.monotonic()
-        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)  # again, if a stop removed it
         for attempt in range(1, PORT_ATTEMPTS + 1):
             self._assign_ports()
             for task in self.tasks:

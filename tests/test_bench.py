@@ -4,12 +4,15 @@ No test asserts a speed: timings are measurements (labkit bench prints ratios), 
 """
 import csv
 import json
+import os
 import subprocess
 import sys
+import types
 
 import pytest
 
-from labkit import bench
+from labkit import bench, traffic
+from labkit.bench import metering
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 TINY_GRID = ["--workers", "1", "--ps", "1", "--packing", "1", "10", "--models", "mlp", "--batch-sizes", "64",
@@ -35,6 +38,39 @@ def test_intervals_hold_whole_closures_for_every_worker():
     assert bench.interval_steps(point, 100) == 120
     baseline = bench.Point("mlp", "single-process", workers=0, ps=0, packing=50, batch_size=64)
     assert bench.interval_steps(baseline, 100) == 100
+
+
+def test_the_meter_times_the_interval_without_reading_the_counters(monkeypatch):
+    """Reading the `ss` counters takes time: it must happen outside the timed interval, at both ends."""
+    clock = [0.0]
+
+    def read_counters(pids):
+        clock[0] += 1.0  # each read of the counters "takes" one second
+        return traffic.Traffic(received=100 * clock[0], sent=0)
+    monkeypatch.setattr(metering, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(metering.traffic, "available", lambda: True)
+    monkeypatch.setattr(metering.traffic, "process_traffic", read_counters)
+    meter = bench.Meter({"coordinator": os.getpid()}, ps_pids=[os.getpid()])
+    meter.begin()
+    clock[0] += 0.5  # the training steps
+    meter.end()
+    assert meter.seconds == [0.5]
+    assert meter.bytes.received == 150, "the bytes of the interval: counters read just before and just after it"
+
+
+def test_each_ratio_divides_by_the_baseline_measured_beside_its_cluster_shape():
+    def row(loop, workers, samples_per_s, beside):
+        return {"model": "mlp", "batch_size": 64, "loop": loop, "workers": workers,
+                "samples_per_s_median": samples_per_s, "beside_workers": beside, "beside_ps": 1}
+    rows = bench.add_ratios([row("single-process", 0, 1000.0, 1), row("custom", 1, 500.0, 1),
+                             row("single-process", 0, 500.0, 2), row("custom", 2, 500.0, 2)])
+    assert [r["ratio_to_single_process"] for r in rows] == [1.0, 0.5, 1.0, 1.0]
+
+
+def test_one_cli_runs_both_benchmarks():
+    done = labkit("bench", "--help")
+    assert done.returncode == 0 and "startup" in done.stdout
+    assert "start-to-ready" in labkit("bench", "startup", "--help").stdout
 
 
 def test_plan_varies_each_axis_around_the_base_point():
@@ -97,6 +133,7 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
         assert float(row["samples_per_s_median"]) == pytest.approx(64 * float(row["steps_per_s_median"]))
         assert float(row["ratio_to_single_process"]) > 0
         assert int(row["intervals"]) == 2
+        assert (int(row["beside_workers"]), int(row["beside_ps"])) == (1, 1), "all measured beside the one shape"
     assert document["settings"]["packing"] == [1, 10]
     assert "single-process" in printed and "saved" in printed
 

@@ -1,18 +1,24 @@
-"""LocalCluster on real task processes: start, watch, kill, restart, port clashes, no orphans."""
+"""LocalCluster on real task processes: start, watch, kill, restart, port clashes, logs, state, no orphans."""
+import contextlib
+import gc
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import time
+import weakref
+from pathlib import Path
 
 import psutil
 import pytest
 
 from labkit import cluster as cluster_module
-from labkit.cluster import ClusterStartError, LocalCluster
+from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
+from labkit.server import EXIT_PORT_IN_USE
 from tests.conftest import is_running, wait_until_gone
 
 pytestmark = pytest.mark.slow
@@ -72,19 +78,126 @@ def test_bad_sizes_are_refused_before_any_process_starts(kwargs, message):
         LocalCluster(name="test-bad", **kwargs)
 
 
-def test_a_taken_port_is_replaced_by_a_free_one(monkeypatch):
+SQUATTER = textwrap.dedent("""
+    import socket, sys, time
     squatter = socket.socket()
-    squatter.bind(("", 0))
+    squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC: an earlier owner's TIME_WAIT is no obstacle
+    squatter.bind(("", int(sys.argv[1])))
     squatter.listen()
-    taken = squatter.getsockname()[1]
-    ports = iter([taken])
-    monkeypatch.setattr(cluster_module, "pick_port", lambda: next(ports, None) or cluster_module.portpicker.pick_unused_port())
+    print(squatter.getsockname()[1], flush=True)
+    time.sleep(600)
+""")
+
+
+@contextlib.contextmanager
+def squat(port):
+    """Another program listening on ``port`` (0: any free port); yields the port."""
+    squatter = subprocess.Popen([sys.executable, "-c", SQUATTER, str(port)], stdout=subprocess.PIPE, text=True)
     try:
-        with LocalCluster(num_workers=1, num_ps=1, name="test-clash") as cluster:
-            assert taken not in [task.port for task in cluster.tasks]
-            assert all(task.serving() for task in cluster.tasks)
+        yield int(squatter.stdout.readline())
     finally:
-        squatter.close()
+        squatter.kill()
+        squatter.wait()
+
+
+def test_start_again_does_nothing_while_the_cluster_runs(small_cluster):
+    tasks, pids = list(small_cluster.tasks), [task.pid for task in small_cluster.tasks]
+    assert small_cluster.start() is small_cluster
+    assert small_cluster.tasks == tasks and [task.pid for task in small_cluster.tasks] == pids
+
+
+def test_its_state_file_is_outside_the_home_cache_while_it_runs(small_cluster):
+    assert not cluster_module.STATE_DIR.is_relative_to(Path.home() / ".cache"), "tests must not write into ~/.cache"
+    [state] = [s for s in cluster_module.running_clusters() if s["name"] == "test-lifecycle"]
+    assert [task["task"] for task in state["tasks"]] == ["ps:0", "worker:0", "worker:1"]
+
+
+def test_strategy_refuses_a_chief_port_another_program_took(small_cluster):
+    with squat(small_cluster.chief_port):
+        with pytest.raises(PortInUseError, match=f"chief's port {small_cluster.chief_port}(.|\n)*taken"):
+            small_cluster.strategy()
+
+
+def test_restart_on_a_port_taken_meanwhile_raises_a_public_error(small_cluster):
+    worker = small_cluster.task("worker:0")
+    small_cluster.kill("worker:0")
+    with squat(worker.port):
+        with pytest.raises(PortInUseError, match=f"took its port {worker.port}(.|\n)*exited with code 75"):
+            small_cluster.restart("worker:0")
+        assert not worker.alive()
+    small_cluster.restart("worker:0")
+    assert worker.serving()
+
+
+def test_a_taken_port_is_replaced_by_a_free_one(monkeypatch):
+    """The first port handed to a task (ps:0; the chief's comes first) is taken: the cluster starts again."""
+    picked = []
+
+    def pick_port():
+        picked.append(taken if len(picked) == 1 else cluster_module.portpicker.pick_unused_port())
+        return picked[-1]
+    monkeypatch.setattr(cluster_module, "pick_port", pick_port)
+    with squat(0) as taken, LocalCluster(num_workers=1, num_ps=1, name="test-clash") as cluster:
+        assert taken not in [task.port for task in cluster.tasks]
+        assert all(task.serving() for task in cluster.tasks)
+        assert f"port {taken} is taken by another program" in cluster.logs("ps:0", lines=100), \
+            "ps:0 first tried the taken port, and its server said so"
+        assert len(picked) == 6, "two rounds of ports: chief, ps:0, worker:0"
+
+
+def test_a_server_exits_with_the_port_in_use_code_only_for_a_port_clash():
+    """Any other failure to start the server is its own error (exit code 1), not "port in use"."""
+    port = cluster_module.pick_port()
+    tf_config = {"cluster": {"ps": [f"localhost:{port}"], "worker": ["localhost:1"]}, "task": {"type": "ps", "index": 0}}
+    broken = ("import tensorflow as tf, labkit.server as server\n"
+              "def fails(*args, **kwargs): raise tf.errors.UnknownError(None, None, 'out of file descriptors')\n"
+              "tf.distribute.Server = fails\n"
+              "server.main()\n")
+    done = subprocess.run([sys.executable, "-c", broken], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TF_CONFIG": json.dumps(tf_config)})
+    assert done.returncode == 1 and "out of file descriptors" in done.stderr
+    assert done.returncode != EXIT_PORT_IN_USE
+
+
+def test_logs_are_kept_when_asked_or_when_an_exception_ends_the_with_block(tmp_path):
+    kept = LocalCluster(name="test-keep", start=False, keep_logs=True)
+    kept.stop()
+    assert kept.log_dir.is_dir()
+    failed = LocalCluster(name="test-keep", start=False)
+    failed.__exit__(RuntimeError, RuntimeError("the training failed"), None)
+    assert failed.log_dir.is_dir(), "logs stay to be read after a failure"
+    given = LocalCluster(name="test-keep", start=False, log_dir=tmp_path / "mine")
+    given.stop()
+    assert given.log_dir.is_dir(), "a log directory the user gave is never removed"
+    shutil.rmtree(kept.log_dir), shutil.rmtree(failed.log_dir)
+
+
+STATE_READER = textwrap.dedent("""
+    import json, sys, time
+    path, torn, deadline = sys.argv[1], 0, time.monotonic() + float(sys.argv[2])
+    print("reading", flush=True)
+    while time.monotonic() < deadline:
+        try:
+            json.loads(open(path).read())
+        except FileNotFoundError:
+            pass
+        except ValueError:
+            torn += 1
+    print(torn)
+""")
+
+
+def test_the_state_file_is_never_seen_half_written():
+    cluster = LocalCluster(name="test-state", start=False)
+    cluster._write_state()
+    reader = subprocess.Popen([sys.executable, "-c", STATE_READER, str(cluster._state_file()), "3"],
+                              stdout=subprocess.PIPE, text=True)
+    assert reader.stdout.readline() == "reading\n"
+    for _ in range(3000):
+        cluster._write_state()
+    assert int(reader.stdout.read()) == 0, "another process read a torn state file"
+    reader.wait()
+    cluster.stop()
 
 
 def test_a_task_that_dies_while_starting_raises_with_its_log(monkeypatch):
@@ -94,12 +207,23 @@ def test_a_task_that_dies_while_starting_raises_with_its_log(monkeypatch):
         LocalCluster(num_workers=1, num_ps=1, name="test-broken")
 
 
-def test_a_new_cluster_with_the_same_name_stops_the_old_one():
+def test_a_new_cluster_with_the_same_name_stops_the_old_one_and_with_starts_it():
     first = LocalCluster(num_workers=1, num_ps=1, name="test-rerun")
     first_pids = [task.pid for task in first.tasks]
-    with LocalCluster(num_workers=1, num_ps=1, name="test-rerun") as second:
-        assert wait_until_gone(first_pids, timeout=0.5) == []
-        assert second.running
+    second = LocalCluster(num_workers=1, num_ps=1, name="test-rerun", start=False)
+    assert wait_until_gone(first_pids, timeout=0.5) == []
+    assert not second.running and second.tasks == []
+    with pytest.raises(ClusterStartError, match="not running: call cluster.start()"):
+        second.strategy()
+    with second:
+        assert second.running and all(task.serving() for task in second.tasks)
+        log_dir = second.log_dir
+        assert (log_dir / "ps-0.log").exists()
+    assert not second.running and not log_dir.exists(), "a clean stop removes the logs it made"
+    collected = weakref.ref(second)
+    del second
+    gc.collect()
+    assert collected() is None, "a stopped cluster must not be kept alive by an exit hook"
 
 
 OWNER = textwrap.dedent("""

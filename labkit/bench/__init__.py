@@ -1,0 +1,36 @@
+"""Benchmarks that measure side by side in one run and print ratios: ``labkit bench``.
+
+``labkit bench``: a performance sweep. Training throughput (samples/s, steps/s),
+time to a target accuracy, CPU per task and bytes per step, against the number of
+workers and parameter servers, step packing, model size and batch size; with a
+single-process baseline measured beside each cluster shape and ``model.fit`` in the
+same run, so every figure is also a ratio. ``labkit bench --report`` runs notebook 08
+on the sweep. ``labkit bench startup``: cluster start-to-ready against a bare
+TensorFlow import.
+
+One module per concern:
+
+- ``stats``: median, quartiles, first value reaching a target
+- ``plan``: the points of a sweep, its settings and their checks
+- ``workloads``: the models and their real data
+- ``metering``: timed intervals (wall time, CPU per task, PS bytes), the warm-up and timed loops
+- ``sweep``: every point on its cluster beside its baseline, as result rows with ratios
+- ``files``, ``plots``: results as CSV/JSON, a text table, the figure
+- ``report``: a whole sweep saved, or run through notebook 08
+- ``startup``: the start-up benchmark
+"""
+from labkit.bench.files import format_table, load, machine, save
+from labkit.bench.metering import Meter, run_custom, run_fit
+from labkit.bench.plan import DEFAULTS, Point, base_point, check, interval_steps, plan
+from labkit.bench.plots import plot
+from labkit.bench.report import NOTEBOOK, report, run_and_save
+from labkit.bench.startup import startup
+from labkit.bench.stats import first_reaching, spread
+from labkit.bench.sweep import add_ratios, measure_on_cluster, measure_single_process, result_row, sweep
+from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, parameter_bytes, workload
+
+__all__ = ["format_table", "load", "machine", "save", "Meter", "run_custom", "run_fit", "DEFAULTS", "Point",
+           "base_point", "check", "interval_steps", "plan", "plot", "NOTEBOOK", "report", "run_and_save",
+           "startup", "first_reaching", "spread", "add_ratios", "measure_on_cluster", "measure_single_process",
+           "result_row", "sweep", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload",
+           "parameter_bytes", "workload"]

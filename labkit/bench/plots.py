@@ -1,0 +1,77 @@
+"""The sweep's figure: throughput against workers, parameter servers and packing; ratios to one process."""
+import numpy as np
+
+from labkit.bench.workloads import MNIST_MODELS
+
+
+def plot(rows, path, base):
+    """Four panels: samples/s against workers; ratio to one process; PS count per model; custom vs fit.
+
+    ``base``: the (workers, ps, batch size) of the base point, from ``base_point``.
+    """
+    from matplotlib.figure import Figure  # no pyplot: works headless (Agg) and shows in a notebook
+    from matplotlib.ticker import MaxNLocator
+
+    figure = Figure(figsize=(12, 8.5))
+    axes = figure.subplots(2, 2)
+    workers, ps, batch = base
+    custom = [r for r in rows if r["loop"] == "custom"]
+    first_model = custom[0]["model"]
+
+    def errorbars(axis, chosen, x, label, **style):
+        chosen = sorted(chosen, key=lambda r: r[x])
+        y = [r["samples_per_s_median"] for r in chosen]
+        low = [r["samples_per_s_median"] - r["samples_per_s_q1"] for r in chosen]
+        high = [r["samples_per_s_q3"] - r["samples_per_s_median"] for r in chosen]
+        axis.errorbar([r[x] for r in chosen], y, yerr=[low, high], marker="o", capsize=3, label=label, **style)
+
+    axis = axes[0, 0]
+    for packing in sorted({r["packing"] for r in custom}):
+        errorbars(axis, [r for r in custom if r["model"] == first_model and r["ps"] == ps and
+                         r["batch_size"] == batch and r["packing"] == packing], "workers", f"{packing} steps/closure")
+    baselines = [r["samples_per_s_median"] for r in rows
+                 if r["loop"] == "single-process" and r["model"] == first_model and r["batch_size"] == batch]
+    if baselines:  # measured beside each cluster shape: the line is their median
+        axis.axhline(np.median(baselines), color="grey", linestyle=":", label="one process, no cluster")
+    axis.set(title=f"{first_model}: samples/s against workers ({ps} ps)", xlabel="workers", ylabel="samples/s")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.legend(fontsize=8)
+
+    axis = axes[0, 1]
+    at_base = [r for r in custom if (r["workers"], r["ps"], r["batch_size"]) == (workers, ps, batch)]
+    models = list(dict.fromkeys(r["model"] for r in at_base))
+    packings = sorted({r["packing"] for r in at_base})
+    width = 0.8 / len(packings)
+    for i, packing in enumerate(packings):
+        ratios = [next((r["ratio_to_single_process"] or 0 for r in at_base
+                        if r["model"] == m and r["packing"] == packing), 0) for m in models]
+        axis.bar(np.arange(len(models)) + i * width, ratios, width, label=f"{packing} steps/closure")
+    axis.axhline(1, color="grey", linestyle=":")
+    axis.set(title=f"cluster ÷ one process, samples/s ({workers} workers, {ps} ps)", ylabel="ratio",
+             xticks=np.arange(len(models)) + width * (len(packings) - 1) / 2, xticklabels=models)
+    axis.legend(fontsize=8)
+
+    axis = axes[1, 0]
+    top = max(packings)
+    for model in models:
+        errorbars(axis, [r for r in custom if r["model"] == model and r["workers"] == workers and
+                         r["batch_size"] == batch and r["packing"] == top], "ps", model)
+    axis.set(title=f"samples/s against parameter servers ({workers} workers, {top} steps/closure)",
+             xlabel="parameter servers", ylabel="samples/s", yscale="log")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.legend(fontsize=8)
+
+    axis = axes[1, 1]
+    for loop, style in (("custom", "-"), ("fit", "--")):
+        for color, model in zip(("C0", "C1"), MNIST_MODELS):
+            chosen = [r for r in rows if r["loop"] == loop and r["model"] == model and
+                      (r["workers"], r["ps"], r["batch_size"]) == (workers, ps, batch)]
+            if chosen:
+                errorbars(axis, chosen, "packing", f"{model} {'labkit.train' if loop == 'custom' else 'model.fit'}",
+                          linestyle=style, color=color)
+    axis.set(title=f"custom loop vs model.fit ({workers} workers, {ps} ps)", xlabel="steps per closure / execution",
+             ylabel="samples/s", xscale="log")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    return figure

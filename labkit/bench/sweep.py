@@ -1,0 +1,117 @@
+"""A sweep: every point measured on its cluster, beside a single-process baseline, as result rows."""
+import gc
+import itertools
+import os
+from dataclasses import asdict
+
+from labkit import traffic
+from labkit.bench.metering import Meter, run_custom, run_fit
+from labkit.bench.plan import interval_steps
+from labkit.bench.stats import first_reaching, spread
+from labkit.bench.workloads import Data, parameter_bytes, workload
+from labkit.cluster import LocalCluster
+
+
+def result_row(point, work, meter, steps, accuracies, target_accuracy):
+    """One flat row of results (for the CSV) from a finished measurement."""
+    steps_per_s = spread([steps / s for s in meter.seconds])
+    wall = sum(meter.seconds)
+    reached = first_reaching([a if a is not None else -1 for a in accuracies], target_accuracy)
+    steps_to_target = (reached + 1) * steps if reached is not None else None
+    M = parameter_bytes(work.model)
+    row = {**asdict(point), "parameter_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
+           **{f"steps_per_s_{k}": v for k, v in steps_per_s.items()},
+           **{f"samples_per_s_{k}": v * point.batch_size for k, v in steps_per_s.items()},
+           "final_accuracy": accuracies[-1], "steps_to_target": steps_to_target,
+           # steps needed x time per step at the steady rate (tracing and evaluation excluded)
+           "seconds_to_target": steps_to_target / steps_per_s["median"] if steps_to_target else None,
+           "cpu_coordinator": meter.cpu_seconds["coordinator"] / wall,
+           "cpu_workers": sum(v for k, v in meter.cpu_seconds.items() if k.startswith("worker")) / wall,
+           "cpu_ps": sum(v for k, v in meter.cpu_seconds.items() if k.startswith("ps")) / wall,
+           "cpu_per_task": {k: v / wall for k, v in meter.cpu_seconds.items()},
+           "analytic_bytes_per_step": 2 * M if point.workers else 0,
+           "analytic_bytes_per_ps_per_step": 2 * M / point.ps if point.workers else 0}
+    measured = meter.bytes / (steps * len(meter.seconds)) if meter.bytes else None
+    row["measured_push_bytes_per_step"] = measured.received if measured else None
+    row["measured_pull_bytes_per_step"] = measured.sent if measured else None
+    return row
+
+
+def measure_single_process(point, data, repeats, min_steps, target_accuracy):
+    """Plain Keras model.fit in this process, not on the cluster: the baseline every ratio divides by."""
+    work = workload(point.model, data, point.batch_size, point.packing)
+    meter, steps = Meter({"coordinator": os.getpid()}), interval_steps(point, min_steps)
+    accuracies = run_fit(work, meter, steps, repeats, work.dataset_fn())
+    return result_row(point, work, meter, steps, accuracies, target_accuracy)
+
+
+def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min_steps, target_accuracy):
+    """One point on a running cluster, with the custom loop or model.fit."""
+    import tensorflow as tf
+
+    with strategy.scope():
+        work = workload(point.model, data, point.batch_size, point.packing)
+    pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in cluster.tasks}}
+    meter, steps = Meter(pids, traffic.ps_pids(cluster)), interval_steps(point, min_steps)
+    if point.loop == "fit":
+        dataset = tf.keras.utils.experimental.DatasetCreator(lambda context: work.dataset_fn())
+        accuracies = run_fit(work, meter, steps, repeats, dataset)
+    else:
+        accuracies = run_custom(work, meter, steps, repeats, point.packing, strategy, coordinator)
+    return result_row(point, work, meter, steps, accuracies, target_accuracy)
+
+
+def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=64 * 1024):
+    """Measure every point; one cluster per (workers, ps) shape. Returns rows with ratios added.
+
+    Each point: one warm-up interval (tracing, dataset creation, first pulls), then
+    ``repeats`` timed intervals of at least ``min_steps`` steps, test accuracy after each.
+    Beside each cluster shape, just before its points (its tasks started and idle), the
+    single-process baselines of its models and batch sizes are measured again: each ratio
+    divides by a baseline taken under the same load as the point.
+    ``data``: a ``Data`` already loaded for these models (loaded here if not given).
+    Variables of at least ``min_shard_bytes`` are sharded over the parameter servers.
+    """
+    import tensorflow as tf
+    from tqdm.auto import tqdm
+
+    data = data or Data({p.model for p in points})
+    baselines = [p for p in points if p.loop == "single-process"]
+    shapes = [(shape, list(group)) for shape, group in itertools.groupby(
+        sorted((p for p in points if p.loop != "single-process"), key=lambda p: (p.workers, p.ps)),
+        key=lambda p: (p.workers, p.ps))]
+    beside = {shape: [b for b in baselines if any((p.model, p.batch_size) == (b.model, b.batch_size) for p in group)]
+              for shape, group in shapes}
+    rows = []
+    total = sum(len(group) + len(beside[shape]) for shape, group in shapes)
+    with tqdm(total=total, desc="bench", unit="point") as bar:
+        for (workers, ps), group in shapes:
+            with LocalCluster(workers, ps, name="bench") as cluster:
+                partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
+                strategy = cluster.strategy(variable_partitioner=partitioner)
+                coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+                for point in beside[(workers, ps)] + group:
+                    if point.loop == "single-process":
+                        bar.set_postfix_str(f"{point.model} single process, beside {workers}w {ps}ps")
+                        row = measure_single_process(point, data, repeats, min_steps, target_accuracy)
+                    else:
+                        bar.set_postfix_str(f"{point.model} {point.loop} {workers}w {ps}ps K={point.packing}")
+                        row = measure_on_cluster(point, cluster, strategy, coordinator, data,
+                                                 repeats, min_steps, target_accuracy)
+                    gc.collect()  # free this point's functions while their workers still run
+                    rows.append({**row, "beside_workers": workers, "beside_ps": ps})
+                    bar.update()
+    return add_ratios(rows)
+
+
+def add_ratios(rows):
+    """Each row's samples/s divided by the single-process baseline of the same model and batch size,
+    measured beside the same cluster shape."""
+    def key(row):
+        return row["model"], row["batch_size"], row["beside_workers"], row["beside_ps"]
+
+    baseline = {key(r): r["samples_per_s_median"] for r in rows if r["loop"] == "single-process"}
+    for row in rows:
+        base = baseline.get(key(row))
+        row["ratio_to_single_process"] = row["samples_per_s_median"] / base if base else None
+    return rows

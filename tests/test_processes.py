@@ -1,0 +1,89 @@
+"""labkit.processes on small real processes (no TensorFlow): wait until serving, stop, log tails, exit hook."""
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from labkit import processes
+from tests.conftest import is_running, wait_until_gone
+
+PYTHON = sys.executable
+IGNORES_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+
+
+def start(code, log_path):
+    with open(log_path, "ab") as log:
+        return processes.start_command([PYTHON, "-c", code], stdout=log)
+
+
+def test_log_tail_gives_the_last_lines_and_reads_only_the_end(tmp_path):
+    log = tmp_path / "task.log"
+    assert processes.log_tail(log) == "", "no log yet: nothing to show"
+    log.write_text("".join(f"line {i}\n" for i in range(5000)))
+    assert processes.log_tail(log, 3) == "line 4997\nline 4998\nline 4999"
+    huge = tmp_path / "huge.log"
+    with open(huge, "wb") as file:  # a sparse file of 1 TiB: reading it whole would fail at once
+        file.truncate(2**40)
+        file.seek(2**40)
+        file.write(b"early\nserving at localhost:1\nlast line\n")
+    assert processes.log_tail(huge, 2) == "serving at localhost:1\nlast line"
+
+
+def test_wait_until_serving_returns_once_the_process_listens_on_its_port(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        port = probe.getsockname()[1]
+    assert processes.port_is_free(port)
+    server = start(f"import socket, time; s = socket.socket(); s.bind(('', {port})); s.listen(); time.sleep(60)",
+                   tmp_path / "server.log")
+    try:
+        processes.wait_until_serving(server, tmp_path / "server.log", port, timeout=30)
+        assert processes.serving(server.pid, port) and not processes.port_is_free(port)
+    finally:
+        server.stop()
+    assert server.returncode == -signal.SIGTERM and processes.port_is_free(port)
+
+
+def test_a_process_that_exits_while_starting_raises_with_its_code_and_log(tmp_path):
+    failing = start("import sys; print('bad TF_CONFIG: no task', flush=True); sys.exit(3)", tmp_path / "t.log")
+    with pytest.raises(processes.ServingError, match="worker:0 exited with code 3(.|\n)*bad TF_CONFIG") as caught:
+        processes.wait_until_serving(failing, tmp_path / "t.log", port=1, name="worker:0", timeout=30)
+    assert caught.value.returncode == 3
+
+
+def test_a_process_that_never_serves_raises_after_the_timeout(tmp_path):
+    hanging = start("import time; print('still importing', flush=True); time.sleep(60)", tmp_path / "t.log")
+    try:
+        with pytest.raises(processes.ServingError, match="did not serve within 1 s(.|\n)*still importing") as caught:
+            processes.wait_until_serving(hanging, tmp_path / "t.log", name="ps:0", timeout=1.0)
+        assert caught.value.returncode is None and hanging.poll() is None
+    finally:
+        hanging.stop()
+
+
+def test_stop_kills_a_process_that_ignores_sigterm_after_the_grace_period(tmp_path):
+    stubborn = processes.start_command([PYTHON, "-c", IGNORES_SIGTERM])
+    assert stubborn.stdout.readline().strip() == "ready"
+    polite = start("import time; time.sleep(60)", tmp_path / "p.log")
+    processes.stop([stubborn, polite], grace_seconds=0.5)
+    assert stubborn.returncode == -signal.SIGKILL and polite.returncode == -signal.SIGTERM
+    assert not is_running(stubborn.pid) and not is_running(polite.pid)
+
+
+EXITING_OWNER = textwrap.dedent("""
+    import atexit, sys
+    from labkit import processes
+    hooks = atexit._ncallbacks()
+    started = [processes.start_command([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
+    print(" ".join(str(p.pid) for p in started), atexit._ncallbacks() - hooks, flush=True)
+""")
+
+
+def test_one_exit_hook_stops_every_process_left_running():
+    owner = subprocess.run([PYTHON, "-c", EXITING_OWNER], capture_output=True, text=True, timeout=60)
+    *pids, new_hooks = map(int, owner.stdout.split())
+    assert len(pids) == 3 and new_hooks == 0, "starting processes must not add exit hooks"
+    assert wait_until_gone(pids, timeout=1.0) == [], "the exit hook stops what the owner left running"
