@@ -24,7 +24,7 @@ from pathlib import Path
 import portpicker
 import psutil
 
-from labkit import children, tfconfig
+from labkit import children, tfconfig, tfruntime
 
 HOST = "localhost"
 READY_POLL_SECONDS = 0.05
@@ -200,8 +200,16 @@ class LocalCluster:
         self._write_state()
 
     def stop(self):
-        """Stop every task (SIGTERM, then SIGKILL after a grace period). Safe to call twice."""
-        self._terminate_all()
+        """Stop every task (SIGTERM, then SIGKILL after a grace period). Safe to call twice.
+
+        This process's TensorFlow leaves the cluster first, so TensorFlow objects freed later
+        do not message dead tasks (see ``tfruntime.disconnect``).
+        """
+        try:
+            if self.running:
+                tfruntime.disconnect([task.address for task in self.tasks])
+        finally:
+            self._terminate_all()
         self._state_file().unlink(missing_ok=True)
         if _live_clusters.get(self.name) is self:
             del _live_clusters[self.name]
