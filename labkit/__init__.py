@@ -7,6 +7,10 @@ Import it before TensorFlow. It sets the environment every task of the kit needs
 - ``GRPC_FAIL_FAST=use_caller``: without it, worker fault tolerance does not work.
 - ``TF_CPP_MIN_LOG_LEVEL=2``: hides TensorFlow's C++ info messages (if unset);
   TensorFlow's Python INFO messages are hidden too (warnings and errors stay).
+
+In a Jupyter kernel it also imports TensorFlow, sending TensorFlow's C++ start-up
+lines (oneDNN, CUDA drivers, cuInit) to ``~/.cache/labkit/tensorflow-startup.log``
+instead of the notebook, and makes every matplotlib Figure display as an image.
 """
 import logging
 import os
@@ -58,6 +62,12 @@ def versions():
 
 
 _configure_environment()
+
+if "ipykernel" in sys.modules:
+    from labkit import display, tfruntime
+
+    tfruntime.import_quietly()
+    display.show_figures_as_images()
 
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError  # noqa: E402
 from labkit.tfconfig import TFConfigError  # noqa: E402

@@ -21,7 +21,7 @@ from pathlib import Path
 import portpicker
 import psutil
 
-from labkit import children, processes, tfconfig
+from labkit import children, processes, tfconfig, tfruntime
 from labkit.server import EXIT_PORT_IN_USE
 
 HOST = "localhost"
@@ -207,10 +207,15 @@ class LocalCluster:
     def stop(self, keep_logs=None):
         """Stop every task (SIGTERM, then SIGKILL after a grace period). Safe to call twice.
 
-        Removes the log directory this cluster made, unless ``keep_logs`` (default: as given
-        when the cluster was made).
+        This process's TensorFlow leaves the cluster first, so TensorFlow objects freed later
+        do not message dead tasks (see ``tfruntime.disconnect``). Removes the log directory
+        this cluster made, unless ``keep_logs`` (default: as given when the cluster was made).
         """
-        self._stop_tasks()
+        try:
+            if self.running:
+                tfruntime.disconnect([task.address for task in self.tasks])
+        finally:
+            self._stop_tasks()
         self._state_file().unlink(missing_ok=True)
         if _live_clusters.get(self.name) is self:
             del _live_clusters[self.name]

@@ -17,6 +17,7 @@ STATE_DIR = os.environ["LABKIT_STATE_DIR"]
 
 import labkit  # noqa: E402, F401  (selects Keras 2 before any test imports TensorFlow)
 from smoke_notebooks import prepare as prepare_smoke_notebooks
+from executed_notebooks import pytest_runtest_teardown  # noqa: F401  (saves what nbval ran to runs/smoke/)
 
 # Inherited by every process this test run starts (kernels, CLIs, task servers), so the
 # orphan check counts this run's task processes only, not those of another run.

@@ -1,8 +1,9 @@
-"""The cluster dashboard in a real browser: JupyterLab as `make lab` runs it, driven by Playwright.
+"""JupyterLab as `make lab` runs it, in a real browser driven by Playwright.
 
 Headless Debian Chromium (/usr/bin/chromium; Playwright never downloads a browser here)
-opens a notebook, runs all cells, and uses the dashboard's kill and restart buttons.
-Screenshots go to runs/browser-test/.
+opens a notebook, runs all cells, and uses the dashboard's kill and restart buttons; it
+also opens two smoke notebooks as nbval executed them earlier in this pytest run and
+checks what a learner sees: figures as images, no red stderr. Screenshots go to runs/browser-test/.
 """
 import os
 import re
@@ -11,10 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import shutil
+
 import nbformat
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
+from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.cluster import pick_port
 from tests.conftest import is_running
 
@@ -34,20 +38,22 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
 
 
 @pytest.fixture
-def lab_url(tmp_path):
-    """JupyterLab serving a one-notebook folder, started as `make lab` starts it (token on): the notebook's URL."""
+def lab(tmp_path):
+    """JupyterLab serving a folder of notebooks, started as `make lab` starts it (token on).
+
+    Yields (folder, url_of): put notebooks in the folder; ``url_of(name)`` opens one.
+    """
     root = tmp_path / "root"
     root.mkdir()
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in NOTEBOOK_CELLS])
-    notebook.metadata["kernelspec"] = {"name": "pslab", "display_name": "PS Lab (TensorFlow 2.21)",
-                                       "language": "python"}
-    nbformat.write(notebook, root / "dashboard.ipynb")
     # Lab settings and workspaces of this run only (a learner's saved layout must not leak in),
-    # and no news: its toast would cover the page, and fetching it calls the network.
+    # no news (its toast would cover the page, and fetching it calls the network), and every
+    # cell rendered, not only those scrolled into view, so the page holds all outputs.
     settings = tmp_path / "lab-settings"
-    news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    news.parent.mkdir(parents=True)
-    news.write_text('{"fetchNews": "false"}')
+    for extension, setting in [("apputils-extension/notification", '{"fetchNews": "false"}'),
+                               ("notebook-extension/tracker", '{"windowingMode": "none"}')]:
+        path = settings / "@jupyterlab" / f"{extension}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(setting)
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"))
     port = pick_port()
@@ -60,7 +66,7 @@ def lab_url(tmp_path):
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
     try:
         token = wait_for_token(log_path, port, server)
-        yield f"http://127.0.0.1:{port}/lab/tree/dashboard.ipynb?token={token}"
+        yield root, lambda name: f"http://127.0.0.1:{port}/lab/tree/{name}?token={token}"
     finally:
         server.terminate()  # Jupyter shuts its kernels down; their cluster's tasks exit with them
         try:
@@ -68,6 +74,41 @@ def lab_url(tmp_path):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+@pytest.fixture
+def lab_url(lab):
+    """The URL of a one-notebook JupyterLab whose notebook shows the cluster dashboard."""
+    root, url_of = lab
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in NOTEBOOK_CELLS])
+    notebook.metadata["kernelspec"] = {"name": "pslab", "display_name": "PS Lab (TensorFlow 2.21)",
+                                       "language": "python"}
+    nbformat.write(notebook, root / "dashboard.ipynb")
+    return url_of("dashboard.ipynb")
+
+
+@pytest.fixture
+def browser_page(capsys):
+    """A headless Chromium page, and ``screenshot(name)``, which saves one to runs/browser-test/."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 700})
+
+        def screenshot(name, **options):
+            shots.append(SCREENSHOTS / f"{name}.png")
+            page.screenshot(path=shots[-1], **options)
+
+        try:
+            yield page, screenshot
+        except Exception:
+            screenshot("failure")  # what the page showed when it went wrong
+            raise
+        finally:
+            browser.close()
+            with capsys.disabled():
+                print("\nbrowser test screenshots:", *shots, sep="\n  ")
 
 
 def wait_for_token(log_path, port, server, timeout=60.0):
@@ -83,26 +124,33 @@ def wait_for_token(log_path, port, server, timeout=60.0):
     raise AssertionError(f"JupyterLab did not start; its log:\n{log_path.read_text()}")
 
 
-def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, capsys):
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shots = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 700})
+def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, browser_page):
+    page, screenshot = browser_page
+    run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot)
 
-        def screenshot(name):
-            shots.append(SCREENSHOTS / f"{name}.png")
-            page.screenshot(path=shots[-1])
 
-        try:
-            run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot)
-        except Exception:
-            screenshot("failure")  # what the page showed when it went wrong
-            raise
-        finally:
-            browser.close()
-            with capsys.disabled():
-                print("\nbrowser test screenshots:", *shots, sep="\n  ")
+@pytest.mark.parametrize("name", ["08_performance_analysis.ipynb", "06_stale_gradients.ipynb"])
+def test_executed_notebook_shows_its_figures_and_no_red(name, lab, browser_page):
+    root, url_of = lab
+    page, screenshot = browser_page
+    executed = executed_copy(name)
+    shutil.copy(executed, root / name)
+    figure_cells = sum(bool(FIGURE_CALLS.search(cell.source))
+                       for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code")
+    page.goto(url_of(name))
+    outputs = page.locator(".jp-Notebook .jp-OutputArea-output")
+    outputs.first.wait_for(timeout=60 * SECONDS)
+    images = page.locator(".jp-Notebook .jp-RenderedImage img")
+    expect(images.nth(figure_cells - 1)).to_be_attached(timeout=30 * SECONDS)
+    for index in range(images.count()):
+        image = images.nth(index)
+        image.scroll_into_view_if_needed()
+        expect(image).to_be_visible()
+        assert image.evaluate("img => img.complete && img.naturalWidth > 100"), f"figure {index} did not load"
+        screenshot(f"{Path(name).stem}-figure-{index}")
+    assert not page.get_by_text("<Figure size").count(), "a figure shows as text"
+    stderr = page.locator('.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"]')
+    assert stderr.count() == 0, f"red stderr output in {name}: {stderr.all_inner_texts()[:3]}"
 
 
 def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):

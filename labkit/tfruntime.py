@@ -1,0 +1,71 @@
+"""Keep TensorFlow's C++ runtime from printing noise a learner did not ask for.
+
+Two sources of red lines in a notebook, both written by C++ straight to the
+process's stderr (ipykernel forwards that file descriptor into the notebook):
+
+- start-up lines (oneDNN, "Could not find cuda drivers", cuInit) printed once,
+  at ``import tensorflow`` and at the first device listing, before any log level
+  applies. ``import_quietly`` sends them to ``STARTUP_LOG`` instead.
+- "Failed to remove function remotely", "Unable to close remote context" and gRPC
+  "failed to connect": TensorFlow objects (tf.functions, variables, strategies)
+  freed *after* their cluster stopped still message the dead tasks.
+  ``disconnect`` shrinks this process's cluster to itself while the tasks still
+  run, so the remote contexts close cleanly and later frees stay local.
+"""
+import os
+import sys
+from pathlib import Path
+
+STARTUP_LOG = Path.home() / ".cache" / "labkit" / "tensorflow-startup.log"
+
+
+def import_quietly():
+    """Import TensorFlow and list its devices with file descriptor 2 sent to ``STARTUP_LOG``."""
+    STARTUP_LOG.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
+    with open(STARTUP_LOG, "wb") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()
+        except BaseException:
+            os.dup2(saved_stderr, 2)
+            print(f"TensorFlow failed to start; its own messages are in {STARTUP_LOG}:\n"
+                  f"{STARTUP_LOG.read_text(errors='replace')}", file=sys.stderr)
+            raise
+        finally:
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
+
+
+def disconnect(task_addresses):
+    """If this process's TensorFlow is connected to the cluster of these tasks ("host:port"),
+    make this process a cluster of one. Call it while the tasks still run, before stopping them.
+
+    ``update_server_def`` keeps this process's own gRPC server (TensorFlow can neither stop nor
+    rebind it) and closes the contexts on the removed tasks while they still answer.
+    """
+    if "tensorflow" not in sys.modules:
+        return
+    from tensorflow.core.protobuf import tensorflow_server_pb2
+    from tensorflow.python.eager import context
+
+    connected = context.context().get_server_def()
+    if connected is None or not set(task_addresses) & _addresses(connected):
+        return
+    alone = tensorflow_server_pb2.ServerDef()
+    alone.CopyFrom(connected)
+    alone.cluster.Clear()
+    alone.cluster.job.add(name=connected.job_name).tasks[connected.task_index] = _own_address(connected)
+    context.context().update_server_def(alone)
+
+
+def _addresses(server_def):
+    return {address for job in server_def.cluster.job for address in job.tasks.values()}
+
+
+def _own_address(server_def):
+    [job] = [job for job in server_def.cluster.job if job.name == server_def.job_name]
+    return job.tasks[server_def.task_index]

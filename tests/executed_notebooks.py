@@ -1,0 +1,36 @@
+"""Save each smoke notebook as nbval executed it, outputs included, to runs/smoke/.
+
+nbval runs every cell once and keeps what the kernel sent (``IPyNbCell.test_outputs``)
+but writes nothing. This pytest hook writes it down, so that tests/test_notebook_outputs.py
+and the browser test read what a learner would see without running the notebooks again.
+"""
+import re
+
+import nbformat
+import pytest
+from nbval.plugin import IPyNbCell
+
+from smoke_notebooks import ROOT, SMOKE_DIR
+
+EXECUTED_DIR = ROOT / "runs" / "smoke"
+# A cell containing one of these draws a figure, so it must output an image.
+FIGURE_CALLS = re.compile(r"plt\.show\(\)|\bbench\.plot\(")
+
+
+def pytest_runtest_teardown(item, nextitem):
+    if not isinstance(item, IPyNbCell):
+        return
+    item.cell.outputs = item.test_outputs or []
+    item.cell.execution_count = item.cell_num + 1
+    if nextitem is None or nextitem.parent is not item.parent:
+        EXECUTED_DIR.mkdir(parents=True, exist_ok=True)
+        nbformat.write(item.parent.nb, EXECUTED_DIR / item.path.name)
+
+
+def executed_copy(name):
+    """The path of notebook `name` as nbval executed it in this pytest run; skip the test if it did not."""
+    path, smoke_copy = EXECUTED_DIR / name, SMOKE_DIR / name
+    if not path.exists() or path.stat().st_mtime < smoke_copy.stat().st_mtime:
+        pytest.skip(f"{name} was not executed in this pytest run: run its smoke copy in the same "
+                    f"pytest call, e.g. pytest tests/smoke/{name} <this test file>")
+    return path
