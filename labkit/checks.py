@@ -8,6 +8,7 @@ import os
 import socket
 import time
 
+import numpy as np
 import psutil
 import tensorflow as tf
 
@@ -244,3 +245,18 @@ def rejects_beyond_bound(run, bound, delay, num_steps):
     beyond = int(run.counts[:, bound + 1:].sum())
     assert beyond == run.dropped, (f"the histogram has {beyond} updates beyond the bound, "
                                    f"but {run.dropped} were dropped.")
+
+
+# ----- notebooks 02-04: each worker its own data, honest baselines ------------------
+def workers_see_different_batches(first_batches):
+    """``first_batches`` ({worker: labels}, from ``train.first_batches``) differ between every two workers."""
+    workers = sorted(first_batches)
+    if len(workers) < 2:
+        raise AssertionError(f"need the first batches of at least 2 workers, got workers {workers}.")
+    for index, first in enumerate(workers):
+        for second in workers[index + 1:]:
+            if np.array_equal(first_batches[first], first_batches[second]):
+                raise AssertionError(
+                    f"workers {first} and {second} read the same first batch {list(first_batches[first])}: "
+                    "the dataset_fn gives every worker the same stream. Fold the worker index into "
+                    "the shuffle seed (labkit.data.shuffled_batches) or give each worker its own shard.")

