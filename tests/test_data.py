@@ -79,3 +79,34 @@ def test_shard_files_round_trip_and_split_between_workers(tmp_path):
         files_dataset_fn(paths[:1], num_workers=2, batch_size=8)
     with pytest.raises(ValueError, match="num_shards must be between 1"):
         write_shards((x, y), tmp_path, num_shards=0)
+
+
+def test_the_notebook_03_checks_reject_wrong_results():
+    from labkit import checks
+
+    checks.every_worker_ran({0: 30, 1: 10}, num_workers=2)
+    with pytest.raises(AssertionError, match=r"workers \[1\] ran no scheduled function"):
+        checks.every_worker_ran({0: 40}, num_workers=2)
+
+    checks.arrays_shipped_to_every_task({"worker:0": 1000, "ps:0": 1000}, data_bytes=1000)
+    with pytest.raises(AssertionError, match=r"tasks \['ps:0'\] received less"):
+        checks.arrays_shipped_to_every_task({"worker:0": 1000, "ps:0": 10}, data_bytes=1000)
+    checks.files_route_ships_no_data({"worker:0": 20, "ps:0": 10}, data_bytes=1000)
+    with pytest.raises(AssertionError, match=r"tasks \['worker:0'\] received more than 5%"):
+        checks.files_route_ships_no_data({"worker:0": 900, "ps:0": 10}, data_bytes=1000)
+
+    checks.static_split({0: 1, 1: 1}, num_workers=2)
+    with pytest.raises(AssertionError, match="one long closure on each of 2 workers"):
+        checks.static_split({0: 2}, num_workers=2)
+    checks.free_workers_took_more({0: 17, 1: 3}, slow_worker=1)
+    with pytest.raises(AssertionError, match="the slow worker 1 ran 10 closures"):
+        checks.free_workers_took_more({0: 10, 1: 10}, slow_worker=1)
+
+
+def test_the_shard_check_rejects_a_variable_left_whole():
+    import tensorflow as tf
+
+    from labkit import checks
+
+    with pytest.raises(AssertionError, match="1 shard"):
+        checks.split_into_shards(tf.Variable(tf.zeros([784, 128]), name="kernel"), num_ps=2)
