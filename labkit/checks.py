@@ -7,6 +7,7 @@ import math
 import os
 import time
 
+import numpy as np
 import tensorflow as tf
 
 from labkit import compression, fit, tfconfig
@@ -228,3 +229,70 @@ def rejects_beyond_bound(run, bound, delay, num_steps):
     beyond = int(run.counts[:, bound + 1:].sum())
     assert beyond == run.dropped, (f"the histogram has {beyond} updates beyond the bound, "
                                    f"but {run.dropped} were dropped.")
+
+
+# ----- notebooks 02-04: each worker its own data, honest baselines ------------------
+def workers_see_different_batches(first_batches):
+    """``first_batches`` ({worker: labels}, from ``train.first_batches``) differ between every two workers."""
+    workers = sorted(first_batches)
+    if len(workers) < 2:
+        raise AssertionError(f"need the first batches of at least 2 workers, got workers {workers}.")
+    for index, first in enumerate(workers):
+        for second in workers[index + 1:]:
+            if np.array_equal(first_batches[first], first_batches[second]):
+                raise AssertionError(
+                    f"workers {first} and {second} read the same first batch {list(first_batches[first])}: "
+                    "the dataset_fn gives every worker the same stream. Fold the worker index into "
+                    "the shuffle seed (labkit.data.shuffled_batches) or give each worker its own shard.")
+
+
+def every_worker_ran(closures_per_worker, num_workers):
+    """``closures_per_worker`` ({worker: count}) shows each of the ``num_workers`` workers ran something."""
+    idle = [worker for worker in range(num_workers) if closures_per_worker.get(worker, 0) == 0]
+    if idle:
+        raise AssertionError(f"workers {idle} ran no scheduled function ({dict(closures_per_worker)}): "
+                             "are they alive and in the cluster the strategy was built from?")
+
+
+def arrays_shipped_to_every_task(sent_by_task, data_bytes):
+    """The graph-constant route: the coordinator sent at least the arrays' bytes to every task."""
+    short = {task: sent for task, sent in sent_by_task.items() if sent < 0.9 * data_bytes}
+    if short:
+        raise AssertionError(f"tasks {sorted(short)} received less than the {data_bytes:,} bytes of the "
+                             f"arrays ({short}): were the arrays really captured by the dataset_fn?")
+
+
+def files_route_ships_no_data(sent_by_task, data_bytes, max_fraction=0.05):
+    """The files route: no task received more than ``max_fraction`` of the data's bytes from the coordinator."""
+    heavy = {task: sent for task, sent in sent_by_task.items() if sent > max_fraction * data_bytes}
+    if heavy:
+        raise AssertionError(f"tasks {sorted(heavy)} received more than {max_fraction:.0%} of the "
+                             f"{data_bytes:,} data bytes ({heavy}): the dataset_fn still captures arrays.")
+
+
+def split_into_shards(variable, num_ps):
+    """``variable`` is split into ``num_ps`` shards, each on a different parameter server."""
+    from labkit import sharding
+
+    rows = sharding.placement([variable])
+    tasks = {row["task"] for row in rows}
+    if len(rows) != num_ps or len(tasks) != num_ps:
+        raise AssertionError(f"{variable.name} is in {len(rows)} shard(s) on {sorted(tasks)}, expected "
+                             f"{num_ps} shards on {num_ps} parameter servers: is the strategy's "
+                             "variable_partitioner set, and is the variable above its min_shard_bytes?")
+
+
+def static_split(closures_per_worker, num_workers):
+    """A static split: every worker ran exactly one of the ``num_workers`` long closures."""
+    if sorted(closures_per_worker.items()) != [(worker, 1) for worker in range(num_workers)]:
+        raise AssertionError(f"expected one long closure on each of {num_workers} workers, got "
+                             f"{dict(closures_per_worker)}: schedule exactly num_workers closures at once.")
+
+
+def free_workers_took_more(closures_per_worker, slow_worker):
+    """Dynamic scheduling: the slow worker ran fewer closures than every other worker."""
+    slow = closures_per_worker.get(slow_worker, 0)
+    others = {worker: count for worker, count in closures_per_worker.items() if worker != slow_worker}
+    if not others or min(others.values()) <= slow:
+        raise AssertionError(f"the slow worker {slow_worker} ran {slow} closures, the others {others}: "
+                             "schedule() should have given most closures to the free, faster workers.")

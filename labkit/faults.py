@@ -102,13 +102,9 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
         model = models.mnist_mlp(learning_rate=learning_rate)
         optimizer = tf.keras.optimizers.legacy.Adam(learning_rate)
 
-    def dataset_fn():
-        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
-        return dataset.shuffle(len(data.x_train)).repeat().batch(batch_size)
-
     return TrainingJob(strategy, coordinator, model, optimizer,
                        train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
-                       train.per_worker_iterator(coordinator, dataset_fn), steps_per_closure)
+                       train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size)), steps_per_closure)
 
 
 @dataclass

@@ -10,15 +10,7 @@ import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-
-def make_dataset_fn(x, y, global_batch_size, seed=0):
-    """A ``dataset_fn(input_context)`` that gives each worker its own shard, shuffled and repeated."""
-    def dataset_fn(input_context):
-        batch_size = input_context.get_per_replica_batch_size(global_batch_size)
-        dataset = tf.data.Dataset.from_tensor_slices((x, y))
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        return dataset.shuffle(10_000, seed=seed).repeat().batch(batch_size).prefetch(2)
-    return dataset_fn
+from labkit.data import shuffled_batches
 
 
 class EpochProgress(tf.keras.callbacks.Callback):
@@ -36,9 +28,16 @@ class EpochProgress(tf.keras.callbacks.Callback):
         self.bar.close()
 
 
-def fit(model, x, y, epochs, steps_per_epoch, global_batch_size=64, seed=0):
-    """Train ``model`` (built under the strategy's scope) on arrays ``x, y``; return the History."""
-    creator = tf.keras.utils.experimental.DatasetCreator(make_dataset_fn(x, y, global_batch_size, seed))
+def fit(model, x, y, epochs, steps_per_epoch, batch_size=64, seed=0):
+    """Train ``model`` (built under the strategy's scope) on arrays ``x, y``; return the History.
+
+    ``batch_size`` is per worker and step. Each worker shuffles with its own seed
+    (``labkit.data.shuffled_batches``): the input context that ``DatasetCreator``
+    passes is pipeline 0 of 1 on every worker under ParameterServerStrategy, so
+    ``dataset.shard(context.num_input_pipelines, ...)`` would not split anything.
+    """
+    creator = tf.keras.utils.experimental.DatasetCreator(
+        lambda input_context: shuffled_batches((x, y), batch_size, seed))
     return model.fit(creator, epochs=epochs, steps_per_epoch=steps_per_epoch,
                      callbacks=[EpochProgress(epochs)], verbose=0)
 

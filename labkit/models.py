@@ -3,6 +3,8 @@ import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import numpy as np
 import tensorflow as tf
 
+from labkit.data import token_windows
+
 
 def mnist_mlp(hidden_units=128, learning_rate=1e-3, steps_per_execution=1):
     """A small compiled MLP for MNIST vectors; build it under ``strategy.scope()`` for PS training.
@@ -72,10 +74,9 @@ def perplexity(model, ids, sequence_length, max_windows=512):
 
     A model that guesses uniformly over V tokens has perplexity V; lower is better.
     """
-    count = min(max_windows, (len(ids) - 1) // (sequence_length + 1))
-    windows = np.asarray(ids[: count * (sequence_length + 1)]).reshape(count, sequence_length + 1)
+    windows = token_windows(ids, sequence_length, max_windows)
     losses = [float(mean_cross_entropy(batch[:, 1:], model(batch[:, :-1])))
-              for batch in np.array_split(windows, max(1, count // 64))]
+              for batch in np.array_split(windows, max(1, len(windows) // 64))]
     return float(np.exp(np.mean(losses)))
 
 

@@ -60,3 +60,25 @@ def process_traffic(pids):
 def ps_pids(cluster):
     """The process ids of a LocalCluster's parameter servers."""
     return [task.pid for task in cluster.tasks if task.type == "ps"]
+
+
+def sent_to_tasks(pid, cluster):
+    """Bytes process ``pid`` has sent so far to each task of ``cluster``, by task name ("worker:0": ...).
+
+    Counts its open connections whose peer is a task's port, e.g. what the
+    coordinator (the notebook's kernel) shipped to each worker and parameter server.
+    """
+    if not available():
+        raise RuntimeError("`ss` (from iproute2, Linux) is needed to read TCP counters.")
+    output = subprocess.run(["ss", "-tinpH", "state", "established"],
+                            capture_output=True, text=True, check=True).stdout
+    task_by_port = {str(task.port): task.name for task in cluster.tasks}
+    sent, peer = dict.fromkeys(task_by_port.values(), 0), None
+    for line in output.splitlines():
+        if not line[:1].isspace():
+            found = _PID.search(line)
+            peer_port = line.split()[3].rsplit(":", 1)[-1]  # columns: Recv-Q Send-Q Local Peer users
+            peer = task_by_port.get(peer_port) if found and int(found.group(1)) == pid else None
+        elif peer:
+            sent[peer] += sum(int(value) for name, value in _COUNTER.findall(line) if name == "bytes_acked")
+    return sent

@@ -20,6 +20,8 @@ import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
+from labkit.data import mnist_dataset_fn  # noqa: F401  (the labs' dataset_fn, next to per_worker_iterator)
+
 
 @dataclass
 class History:
@@ -104,14 +106,26 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
     return history
 
 
-def mnist_dataset_fn(data, batch_size, seed=None):
-    """A ``dataset_fn`` of MNIST training batches, shuffled and repeated, for ``per_worker_iterator``."""
-    def dataset_fn():
-        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
-        return dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
-    return dataset_fn
-
-
 def per_worker_iterator(coordinator, dataset_fn):
     """An iterator over a dataset that every worker builds for itself from ``dataset_fn()``."""
     return iter(coordinator.create_per_worker_dataset(dataset_fn))
+
+
+def first_batches(coordinator, dataset_fn, num_workers):
+    """Each worker's first batch of labels from ``dataset_fn``, as ``{worker index: labels}``.
+
+    A closure returns the index of the worker that ran it with the labels it read;
+    a worker runs its closures in the order they were scheduled.
+    """
+    batches = per_worker_iterator(coordinator, dataset_fn)
+
+    @tf.function
+    def worker_and_labels(iterator):
+        return tf.distribute.coordinator.experimental_get_current_worker_index(), next(iterator)[1]
+
+    first = {}
+    while len(first) < num_workers:
+        scheduled = [coordinator.schedule(worker_and_labels, args=(batches,)) for _ in range(2 * num_workers)]
+        for worker, labels in (remote.fetch() for remote in scheduled):
+            first.setdefault(int(worker), labels)
+    return first

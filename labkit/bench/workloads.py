@@ -35,17 +35,14 @@ def workload(name, data, batch_size, packing, seed=0):
     import tensorflow as tf
 
     from labkit import fit, models
-    from labkit.data import next_token_windows
+    from labkit.data import mnist_dataset_fn, next_token_windows
 
     tf.keras.utils.set_random_seed(seed)
     if name in MNIST_MODELS:
         mnist = data.mnist
         model = models.mnist_mlp(hidden_units=128 if name == "mlp" else 1024, steps_per_execution=packing)
-
-        def dataset_fn():
-            examples = tf.data.Dataset.from_tensor_slices((mnist.x_train, mnist.y_train))
-            return examples.shuffle(len(mnist.x_train), seed=seed).repeat().batch(batch_size).prefetch(2)
-        return Workload(model, dataset_fn, lambda: fit.accuracy(model, mnist.x_test, mnist.y_test),
+        return Workload(model, mnist_dataset_fn(mnist, batch_size, seed),
+                        lambda: fit.accuracy(model, mnist.x_test, mnist.y_test),
                         [tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
     corpus, sequence_length = data.corpus, LM_SEQUENCE_LENGTH
     model = models.mini_transformer_lm(len(corpus.vocabulary), sequence_length)
