@@ -1,61 +1,9 @@
-"""Shared test fixtures. Every test must leave no labkit task process behind."""
-import os
-import time
-import uuid
-
-import psutil
-import pytest
-
+"""Shared test fixtures. Every test must leave no labkit task process behind (see support.py)."""
 import labkit  # noqa: F401  (selects Keras 2 before any test imports TensorFlow)
 from smoke_notebooks import prepare as prepare_smoke_notebooks
-
-# Inherited by every process this test run starts (kernels, CLIs, task servers), so the
-# orphan check counts this run's task processes only, not those of another run.
-RUN_MARK = ("LABKIT_TEST_RUN", uuid.uuid4().hex)
-os.environ[RUN_MARK[0]] = RUN_MARK[1]
+from support import no_orphan_task_processes  # noqa: F401  (an autouse fixture for every module)
 
 
 def pytest_configure(config):
     """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them."""
     prepare_smoke_notebooks()
-
-
-def task_processes():
-    """Live `python -m labkit.server` processes started by this test run."""
-    found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        cmdline = process.info["cmdline"] or []
-        if "labkit.server" not in cmdline or process.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            if process.environ().get(RUN_MARK[0]) == RUN_MARK[1]:
-                found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
-
-
-def is_running(pid):
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def wait_until_gone(pids, timeout=15.0):
-    """Wait for every pid to exit; return the ones still alive after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if is_running(pid)]
-        time.sleep(0.1)
-    return alive
-
-
-@pytest.fixture(autouse=True, scope="module")
-def no_orphan_task_processes():
-    """Fail a test module after which a task process it started is still running."""
-    before = {p.pid for p in task_processes()}
-    yield
-    started = [p.pid for p in task_processes() if p.pid not in before]
-    assert wait_until_gone(started) == [], "task processes outlived the test that started them"

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import expect, sync_playwright
 
 from labkit.cluster import pick_port
-from tests.conftest import is_running
+from support import is_running
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",

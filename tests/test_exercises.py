@@ -8,12 +8,11 @@ from pathlib import Path
 import nbformat
 import papermill.iorw
 import papermill.parameterize
-import psutil
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import RUN_MARK, wait_until_gone
+from support import processes_running, wait_until_gone
 from labkit import cli, exercises
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,15 +134,7 @@ def run_wrong_answer(client, cells, index, wrong):
 
 def learner_servers():
     """Server processes (tf_server.py of exercise 1) started by this test run."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            if any(part.endswith("tf_server.py") for part in process.info["cmdline"] or []) \
-                    and process.environ().get(RUN_MARK[0]) == RUN_MARK[1]:
-                found.append(process.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
+    return [process.pid for process in processes_running("tf_server.py")]
 
 
 # ----- the generator -----------------------------------------------------------------
