@@ -14,6 +14,7 @@ What happens when a task dies:
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
 import json
+import math
 import os
 import random
 import threading
@@ -92,6 +93,7 @@ class TrainingJob:
     train_steps: object
     iterator: object
     steps_per_closure: int
+    num_workers: int
 
 
 def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3):
@@ -108,7 +110,8 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
 
     return TrainingJob(strategy, coordinator, model, optimizer,
                        train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
-                       train.per_worker_iterator(coordinator, dataset_fn), steps_per_closure)
+                       train.per_worker_iterator(coordinator, dataset_fn), steps_per_closure,
+                       resolver.cluster_spec().num_tasks("worker"))
 
 
 @dataclass
@@ -121,6 +124,7 @@ class RecoveryReport:
     final_step: int = 0
     seconds: float = 0.0
     restarted_cpu: dict = field(default_factory=dict)  # task -> (pid, CPU seconds at restart, CPU seconds at end)
+    steps_scheduled: int = 0  # in all closures scheduled, also those lost with a parameter server
 
 
 def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=100, faults=(),
@@ -131,6 +135,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
     the scheduled steps reach their step. On a PS failure, dead tasks of ``cluster`` are
     restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
     returns a dict after each checkpoint; ``echo`` prints the timeline as it grows.
+    A closure re-run after a worker failure can carry the step count past ``num_steps``.
     """
     report = RecoveryReport(Timeline(echo=echo))
     pending = sorted(faults, key=lambda fault: fault.step)
@@ -144,6 +149,8 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
         step = int(job.optimizer.iterations.numpy())
         report.timeline.add(step, f"resumed from checkpoint at step {step}" if step else "started")
         if failure:
+            refused = wait_until_workers_reach_parameter_servers(job)
+            report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
             failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
                            seconds=time.monotonic() - failure.pop("began"))
             report.recoveries.append(failure)
@@ -151,8 +158,8 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             completed, killed_after_step = [], 0
             while step < num_steps:
                 completed = []
-                chunk = min(checkpoint_every, num_steps - step)
-                for closure in range(chunk // job.steps_per_closure):
+                closures = math.ceil(min(checkpoint_every, num_steps - step) / job.steps_per_closure)
+                for closure in range(closures):
                     scheduled = step + closure * job.steps_per_closure  # steps scheduled so far
                     while (cluster is not None and pending
                            and pending[0].step <= scheduled + job.steps_per_closure):
@@ -160,6 +167,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                         _apply(fault, cluster, report, scheduled)
                         killed_after_step = scheduled if fault.action == "kill" else killed_after_step
                     completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
+                    report.steps_scheduled += job.steps_per_closure
                 job.coordinator.join()
                 step = int(job.optimizer.iterations.numpy())
                 manager.save(checkpoint_number=step)
@@ -177,12 +185,37 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             failed_at_step = max(step + job.steps_per_closure * sum(_succeeded(value) for value in completed),
                                  killed_after_step)
             failure = {"failed_at_step": failed_at_step, "began": time.monotonic()}
-            report.timeline.add(failed_at_step, f"{type(error).__name__}: a parameter server is gone")
+            report.timeline.add(failed_at_step, f"{type(error).__name__}: a parameter server is gone "
+                                                f"({_first_line(error.message)})")
             if cluster is None or len(report.recoveries) >= max_recoveries:
                 raise
             for dead in [row["task"] for row in cluster.status() if not row["alive"]]:
                 cluster.restart(dead)
                 report.timeline.add(failed_at_step, f"restarted {dead}")
+
+
+def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
+    """Block until every worker reads a variable from every parameter server; return the refused tries.
+
+    A restarted PS serves at once, but a worker's gRPC channel to it can still be in its
+    reconnect back-off (TensorFlow caps it at 1 s) and fail calls with "Connection refused".
+    A closure scheduled in that window would fail as if the PS had died again.
+    """
+    one_variable_per_ps = list({variable.device: variable for variable in job.model.variables}.values())
+    read = tf.function(lambda: [tf.reduce_sum(variable) for variable in one_variable_per_ps])
+    refused, deadline = 0, time.monotonic() + timeout
+    for worker in range(job.num_workers):
+        while True:
+            try:
+                with tf.device(f"/job:worker/replica:0/task:{worker}"):
+                    [value.numpy() for value in read()]
+                break
+            except PS_FAILURES:
+                refused += 1
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    return refused
 
 
 def _apply(fault, cluster, report, step):
@@ -226,6 +259,11 @@ def read_until(process, text):
             return lines
     raise RuntimeError(f"the process ended (exit code {process.wait()}) before printing {text!r}. "
                        "It printed:\n" + "\n".join(lines[-20:]))
+
+
+def _first_line(message, width=120):
+    line = message.strip().splitlines()[0] if message.strip() else ""
+    return line if len(line) <= width else line[:width - 3] + "..."
 
 
 def _succeeded(remote_value):
