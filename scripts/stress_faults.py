@@ -5,13 +5,16 @@
 
 A round fails if it raises or its outcome is wrong: a worker kill must cost no recovery, one
 PS kill must give exactly one recovery from the checkpoint before it, and a killed coordinator
-must resume from a checkpoint and finish. Each kind gets its own small cluster (2 workers, 1 PS).
+must resume from a checkpoint and finish. Each kind runs in a child process with its own small
+cluster (2 workers, 1 PS); a child that crashes fails its round, and a new child goes on.
 """
 import argparse
+import faulthandler
 import re
+import subprocess
+import sys
 import tempfile
 import time
-from collections import Counter
 
 import labkit
 from labkit import faults
@@ -61,30 +64,61 @@ def coordinator_round(cluster, data):
 ROUNDS = {"worker": worker_round, "ps": ps_round, "coordinator": coordinator_round}
 
 
+def run_rounds(kind, rounds, first_round):
+    """Run ``rounds`` rounds of ``kind`` in this process, printing one line per round."""
+    faulthandler.enable()  # a crash inside TensorFlow prints the Python stack before the process dies
+    data = load_mnist()
+    with labkit.LocalCluster(num_workers=2, num_ps=1, chief=True, name=f"stress-{kind}") as cluster:
+        for round_number in range(first_round, first_round + rounds):
+            began = time.monotonic()
+            try:
+                problem = ROUNDS[kind](cluster, data)
+            except Exception as error:  # a failed round is counted, not fatal
+                problem = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}"
+            print(f"{kind:<11} round {round_number:>3}: {'FAILED ' + problem if problem else 'ok'} "
+                  f"({time.monotonic() - began:.0f} s)", flush=True)
+            for row in cluster.status():
+                if not row["alive"]:
+                    cluster.restart(row["task"])
+
+
+def stress(kind, rounds):
+    """Run the rounds of ``kind`` in child processes; a child that crashes fails its round and a new one goes on.
+
+    Returns the number of failed rounds.
+    """
+    failures, done = 0, 0
+    while done < rounds:
+        child = subprocess.Popen([sys.executable, __file__, "--kinds", kind, "--rounds", str(rounds - done),
+                                  "--first-round", str(done + 1), "--in-process"],
+                                 stdout=subprocess.PIPE, text=True)
+        for line in child.stdout:
+            print(line, end="", flush=True)
+            if " round " in line and line.startswith(kind):
+                done += 1
+                failures += "FAILED" in line
+        if child.wait() != 0 and done < rounds:
+            done += 1
+            failures += 1
+            print(f"{kind:<11} round {done:>3}: FAILED the process died with exit code {child.returncode}",
+                  flush=True)
+    return failures
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="rounds of each kind")
     parser.add_argument("--kinds", nargs="+", choices=sorted(ROUNDS), default=list(ROUNDS))
+    parser.add_argument("--first-round", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    data, failures = load_mnist(), Counter()
-    for kind in args.kinds:
-        with labkit.LocalCluster(num_workers=2, num_ps=1, chief=True, name=f"stress-{kind}") as cluster:
-            for round_number in range(1, args.rounds + 1):
-                began = time.monotonic()
-                try:
-                    problem = ROUNDS[kind](cluster, data)
-                except Exception as error:  # a failed round is counted, not fatal
-                    problem = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}"
-                failures[kind] += problem is not None
-                print(f"{kind:<11} round {round_number:>3}: {'FAILED ' + problem if problem else 'ok'} "
-                      f"({time.monotonic() - began:.0f} s)", flush=True)
-                if not all(task.alive() for task in cluster.tasks):
-                    for row in cluster.status():
-                        if not row["alive"]:
-                            cluster.restart(row["task"])
-    print("\nfailures per kind:")
-    for kind in args.kinds:
-        print(f"  {kind:<11} {failures[kind]} of {args.rounds}")
+    if args.in_process:
+        run_rounds(args.kinds[0], args.rounds, args.first_round)
+        return 0
+    failures = {kind: stress(kind, args.rounds) for kind in args.kinds}
+    print("\nfailed rounds per kind:")
+    for kind, failed in failures.items():
+        print(f"  {kind:<11} {failed} of {args.rounds}")
     return 1 if sum(failures.values()) else 0
 
 
