@@ -54,6 +54,21 @@ def kill_after(cluster, task, seconds):
     return timer
 
 
+def save_while_killing(cluster, task, manager, delay_seconds, checkpoint_number):
+    """``manager.save(checkpoint_number)`` with ``task`` killed ``delay_seconds`` after the save starts.
+
+    Returns the error the save raised, or None if it finished before the kill.
+    """
+    timer = kill_after(cluster, task, delay_seconds)
+    try:
+        manager.save(checkpoint_number=checkpoint_number)
+        return None
+    except PS_FAILURES as error:
+        return error
+    finally:
+        timer.join()
+
+
 def random_faults(tasks, count, num_steps, seed=0):
     """``count`` kills of tasks drawn from ``tasks`` at random steps in (0, num_steps), reproducibly."""
     rng = random.Random(seed)
@@ -120,7 +135,9 @@ class RecoveryReport:
 
     timeline: Timeline
     points: list = field(default_factory=list)      # (seconds, step, evaluation dict) after each checkpoint
-    recoveries: list = field(default_factory=list)  # dicts: failed_at_step, resumed_from_step, steps_lost, seconds
+    # dicts: failed_at_step (steps run when the PS died), resumed_from_step (the step of the
+    # checkpoint actually restored), steps_lost (the difference), seconds (to recover)
+    recoveries: list = field(default_factory=list)
     final_step: int = 0
     seconds: float = 0.0
     restarted_cpu: dict = field(default_factory=dict)  # task -> (pid, CPU seconds at restart, CPU seconds at end)
@@ -155,7 +172,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                            seconds=time.monotonic() - failure.pop("began"))
             report.recoveries.append(failure)
         try:
-            completed, killed_after_step = [], 0
+            completed, ran_before_kill = [], None
             while step < num_steps:
                 completed = []
                 closures = math.ceil(min(checkpoint_every, num_steps - step) / job.steps_per_closure)
@@ -164,8 +181,9 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                     while (cluster is not None and pending
                            and pending[0].step <= scheduled + job.steps_per_closure):
                         fault = pending.pop(0)
+                        if fault.action == "kill" and fault.task.startswith("ps"):
+                            ran_before_kill = int(job.optimizer.iterations.numpy())  # read from the PS
                         _apply(fault, cluster, report, scheduled)
-                        killed_after_step = scheduled if fault.action == "kill" else killed_after_step
                     completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
                     report.steps_scheduled += job.steps_per_closure
                 job.coordinator.join()
@@ -180,10 +198,10 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 report.restarted_cpu[task] = (pid, cpu_then, cpu_seconds(pid))
             return report
         except PS_FAILURES as error:
-            # Progress reached when the PS died: the steps scheduled before an injected kill,
-            # else the closures that completed. Their updates died with the PS.
-            failed_at_step = max(step + job.steps_per_closure * sum(_succeeded(value) for value in completed),
-                                 killed_after_step)
+            # Progress reached when the PS died, whose updates died with it: for an injected kill,
+            # the step counter read from the PS just before the kill; else the completed closures.
+            failed_at_step = ran_before_kill if ran_before_kill is not None else \
+                step + job.steps_per_closure * sum(_succeeded(value) for value in completed)
             failure = {"failed_at_step": failed_at_step, "began": time.monotonic()}
             report.timeline.add(failed_at_step, f"{type(error).__name__}: a parameter server is gone "
                                                 f"({_first_line(error.message)})")
