@@ -68,7 +68,7 @@ def run_rounds(kind, rounds, first_round):
     """Run ``rounds`` rounds of ``kind`` in this process, printing one line per round."""
     faulthandler.enable()  # a crash inside TensorFlow prints the Python stack before the process dies
     data = load_mnist()
-    with labkit.LocalCluster(num_workers=2, num_ps=1, chief=True, name=f"stress-{kind}") as cluster:
+    with labkit.LocalCluster(num_workers=2, num_ps=1, chief=True, name=f"stress-{kind}", ready_timeout=600) as cluster:
         for round_number in range(first_round, first_round + rounds):
             began = time.monotonic()
             try:

@@ -50,6 +50,49 @@ def test_ex1_a_non_loopback_host_is_refused_with_the_security_fact():
         checks.tf_configs(configs, 1)
 
 
+def ex1_configs(ports):
+    cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"], "chief": [f"localhost:{ports[2]}"]}
+    return {f"{job}:{index}": {"cluster": cluster, "task": {"type": job, "index": index}}
+            for job, addresses in cluster.items() for index in range(len(addresses))}
+
+
+@pytest.mark.parametrize("names, message", [
+    (["ps:0", "worker:0", "chief:0"], "do not start a server for chief:0"),
+    (["ps:0"], "start one process for each of \['ps:0', 'worker:0'\]"),
+])
+def test_ex1_servers_serving_needs_one_process_per_server(sleeper, names, message):
+    with pytest.raises(AssertionError, match=message):
+        checks.servers_serving({name: sleeper for name in names}, ex1_configs([2222, 2223, 2224]))
+
+
+def test_ex1_a_server_that_exited_is_named(tmp_path):
+    exited = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    exited.wait()
+    with pytest.raises(AssertionError, match="exited with code 3 before serving"):
+        checks.servers_serving({"ps:0": exited, "worker:0": exited}, ex1_configs([2222, 2223, 2224]))
+
+
+def test_ex1_a_chief_that_did_not_join_is_refused():
+    with pytest.raises(AssertionError, match="this notebook does not serve at localhost:2224"):
+        checks.cluster_trained(ex1_configs([2222, 2223, 2224]), model=None, data=None, target_accuracy=0.9)
+
+
+def test_ex1_processes_still_running_are_named(sleeper):
+    with pytest.raises(AssertionError, match="still running: ps:0"):
+        checks.processes_stopped({"ps:0": sleeper})
+
+
+def test_a_checklist_names_the_checks_not_passed():
+    checklist = checks.Checklist("Exercise 9", ["first", "second"])
+    checklist.passed("first")
+    with pytest.raises(AssertionError, match="not passed yet: second"):
+        checklist.summary()
+    with pytest.raises(ValueError, match="is not a check of Exercise 9"):
+        checklist.passed("third")
+    checklist.passed("second")
+    checklist.summary()
+
+
 # ----- exercise 3 ----------------------------------------------------------------------
 def test_ex3_the_latest_checkpoint_must_be_the_last_one_due(tmp_path):
     saved_steps(tmp_path / "right", [100, 200])
@@ -70,6 +113,14 @@ def test_ex3_recovery_must_resume_from_the_last_checkpoint_and_count_the_loss(re
     checks.resumed_from_checkpoint(200, 250, 100, 50)
     with pytest.raises(AssertionError, match=message):
         checks.resumed_from_checkpoint(resumed_at, 250, 100, steps_lost)
+
+
+def test_ex3_training_must_reach_num_steps():
+    optimizer = tf.keras.optimizers.legacy.Adam()
+    optimizer.iterations.assign(150)
+    job = faults.TrainingJob(None, None, None, optimizer, None, None, 10, 1)
+    with pytest.raises(AssertionError, match="training ended at step 150, not 200"):
+        checks.trained_to(job, 200, data=None, target_accuracy=0.9)
 
 
 # ----- exercise 4 ----------------------------------------------------------------------
