@@ -148,8 +148,8 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                         cluster=None, evaluate=None, max_recoveries=3, echo=False):
     """Train until ``optimizer.iterations`` reaches ``num_steps``, checkpointing every ``checkpoint_every`` steps.
 
-    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` when
-    the scheduled steps reach their step. On a PS failure, dead tasks of ``cluster`` are
+    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` once
+    their step is scheduled; a kill waits until the step counter reaches its step. On a PS failure, dead tasks of ``cluster`` are
     restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
     returns a dict after each checkpoint; ``echo`` prints the timeline as it grows.
     A closure re-run after a worker failure can carry the step count past ``num_steps``.
@@ -176,16 +176,20 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             while step < num_steps:
                 completed = []
                 closures = math.ceil(min(checkpoint_every, num_steps - step) / job.steps_per_closure)
-                for closure in range(closures):
-                    scheduled = step + closure * job.steps_per_closure  # steps scheduled so far
-                    while (cluster is not None and pending
-                           and pending[0].step <= scheduled + job.steps_per_closure):
-                        fault = pending.pop(0)
-                        if fault.action == "kill" and fault.task.startswith("ps"):
-                            ran_before_kill = int(job.optimizer.iterations.numpy())  # read from the PS
-                        _apply(fault, cluster, report, scheduled)
+                for closure in range(1, closures + 1):
                     completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
                     report.steps_scheduled += job.steps_per_closure
+                    # A fault waits until one closure per worker is scheduled beyond its step; a kill
+                    # then lands once the step counter on the PS reaches that step, while the workers
+                    # run the closures after it. The value read is the progress the kill ends.
+                    beyond = (job.num_workers if closure < closures else 0) * job.steps_per_closure
+                    while (cluster is not None and pending
+                           and pending[0].step + beyond <= step + closure * job.steps_per_closure):
+                        fault = pending.pop(0)
+                        reached = _wait_for_step(job, fault.step) if fault.action == "kill" else fault.step
+                        if fault.action == "kill" and fault.task.startswith("ps"):
+                            ran_before_kill = reached
+                        _apply(fault, cluster, report, reached)
                 job.coordinator.join()
                 step = int(job.optimizer.iterations.numpy())
                 manager.save(checkpoint_number=step)
@@ -234,6 +238,16 @@ def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
                     raise
                 time.sleep(0.1)
     return refused
+
+
+def _wait_for_step(job, step, timeout=120.0):
+    """Poll ``optimizer.iterations`` (on the PS) until it reaches ``step`` or ``timeout`` passes; return it."""
+    deadline = time.monotonic() + timeout
+    reached = int(job.optimizer.iterations.numpy())
+    while reached < step and time.monotonic() < deadline:
+        time.sleep(0.005)
+        reached = int(job.optimizer.iterations.numpy())
+    return reached
 
 
 def _apply(fault, cluster, report, step):
