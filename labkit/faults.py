@@ -148,9 +148,9 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                         cluster=None, evaluate=None, max_recoveries=3, echo=False):
     """Train until ``optimizer.iterations`` reaches ``num_steps``, checkpointing every ``checkpoint_every`` steps.
 
-    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` once
-    their step is scheduled; a kill waits until the step counter reaches its step. On a PS failure, dead tasks of ``cluster`` are
-    restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
+    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` at their
+    step (a kill waits for the step counter to reach it). On a PS failure, dead tasks of
+    ``cluster`` are restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
     returns a dict after each checkpoint; ``echo`` prints the timeline as it grows.
     A closure re-run after a worker failure can carry the step count past ``num_steps``.
     """
@@ -294,7 +294,9 @@ def read_until(process, text):
 
 
 def _first_line(message, width=120):
-    line = message.strip().splitlines()[0] if message.strip() else ""
+    """The first line of an error message that says something (not a heading such as "Graph execution error:")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.strip().endswith(":")]
+    line = lines[0] if lines else message.strip()
     return line if len(line) <= width else line[:width - 3] + "..."
 
 
