@@ -1,13 +1,18 @@
-"""Checks for the exercise notebooks (``exercises/``): each failure says what is wrong and how to fix it.
+"""Checks for the exercise and lesson notebooks: each failure says what is wrong and how to fix it.
 
 Every check looks at a real outcome (a server that answers, a model that learned,
 bytes that shrank, a checkpoint on disk) and fails with an ``AssertionError``.
 """
+import json
 import math
 import os
+import statistics
 import time
+from pathlib import Path
 
 import numpy as np
+from matplotlib.container import ErrorbarContainer
+import psutil
 import tensorflow as tf
 
 from labkit import compression, fit, tfconfig
@@ -36,7 +41,11 @@ class Checklist:
 
 def learned(model, data, target_accuracy):
     """The model's test accuracy (returned) is at least ``target_accuracy``."""
-    accuracy = fit.accuracy(model, data.x_test, data.y_test)
+    return accuracy_reached(fit.accuracy(model, data.x_test, data.y_test), target_accuracy)
+
+
+def accuracy_reached(accuracy, target_accuracy):
+    """``accuracy`` (returned) is at least ``target_accuracy``."""
     assert accuracy >= target_accuracy, (f"test accuracy {accuracy:.3f} is below {target_accuracy}: "
                                          "train for more steps, or check the learning rate.")
     return accuracy
@@ -60,8 +69,10 @@ def tf_configs(configs, num_workers):
         address = _address(cluster, name)
         assert address, f"the cluster lists no address for {name}: give it one, e.g. 'localhost:2223'."
         host, _, port = address.rpartition(":")
-        assert host in LOOPBACK_HOSTS, (f"{name} is at {address}: use 'localhost' for every task. The "
-                                        "servers accept anyone who reaches them; keep them on loopback.")
+        assert host in LOOPBACK_HOSTS, (f"{name} is at {address}: use 'localhost' for every task, since they "
+                                        "all run on this machine. (That tells the others where to connect; it "
+                                        "does not keep a server private: a TF server listens on every interface "
+                                        "whatever host its TF_CONFIG names.)")
         assert port not in ports, (f"{name} has port {port}, like {ports.get(port)}: only one server can "
                                    f"listen there, so {name} would not be reachable. Did you give it a port "
                                    f"different from {ports.get(port)}?")
@@ -154,8 +165,9 @@ def compression_result(result, dense, min_ratio, max_accuracy_loss):
 
 
 # ----- exercise 3: checkpoints and recovery ----------------------------------------
-def checkpoint_saved(checkpoint_dir, step):
-    """The latest checkpoint in ``checkpoint_dir`` holds the optimizer at ``step``."""
+def checkpoint_saved(checkpoint_dir, step, checkpoint_every):
+    """The latest checkpoint in ``checkpoint_dir`` is the last one due at or before ``step``."""
+    due = step // checkpoint_every * checkpoint_every
     latest = tf.train.latest_checkpoint(checkpoint_dir)
     assert latest, (f"no checkpoint in {checkpoint_dir}: did train_until call manager.save() every "
                     "checkpoint_every steps?")
@@ -164,42 +176,79 @@ def checkpoint_saved(checkpoint_dir, step):
     assert names, ("the checkpoint has no optimizer step counter: create it as "
                    "tf.train.Checkpoint(model=job.model, optimizer=job.optimizer).")
     saved = int(reader.get_tensor(names[0]))
-    assert saved == step, (f"the latest checkpoint holds step {saved}, not {step}: save after every "
-                           "checkpoint_every steps, the last ones too.")
+    assert saved == due, (f"training reached step {step} and the latest checkpoint holds step {saved}; with "
+                          f"checkpoint_every = {checkpoint_every} it should hold step {due}: save each time the "
+                          f"step reaches a multiple of checkpoint_every, and only then.")
 
 
-def resumed(resumed_at, checkpoint_step, job, num_steps, data, target_accuracy):
-    """Training restarted from the checkpoint (not from 0), ran to ``num_steps`` and learned; returns the accuracy."""
-    assert resumed_at != 0, (f"training started again from step 0, not from the checkpoint at step "
-                             f"{checkpoint_step}: did restore_latest call checkpoint.restore(manager.latest_checkpoint)?")
+def resumed_from_checkpoint(resumed_at, reached_step, checkpoint_every, steps_lost):
+    """Training restarted from the last checkpoint before the failure, and ``steps_lost`` counts what it cost."""
+    checkpoint_step = reached_step // checkpoint_every * checkpoint_every
+    assert resumed_at != 0 or checkpoint_step == 0, (
+        f"training started again from step 0, not from the checkpoint at step {checkpoint_step}: "
+        "did restore_latest call checkpoint.restore(manager.latest_checkpoint)?")
     assert resumed_at == checkpoint_step, (f"training resumed at step {resumed_at}, but the last checkpoint "
-                                           f"before the kill was at step {checkpoint_step}: restore the latest one.")
+                                           f"before the failure was at step {checkpoint_step}: restore the latest one.")
+    assert steps_lost == reached_step - resumed_at, (
+        f"steps_lost is {steps_lost}, but training had reached step {reached_step} and resumed at "
+        f"{resumed_at}: the steps in between were done twice.")
+
+
+def trained_to(job, num_steps, data, target_accuracy):
+    """The job's optimizer reached ``num_steps`` and the model learned; returns the test accuracy."""
     final = int(job.optimizer.iterations.numpy())
     assert final == num_steps, f"training ended at step {final}, not {num_steps}: train until num_steps."
     return learned(job.model, data, target_accuracy)
 
 
 # ----- exercise 4: time vs number of workers ---------------------------------------
-def timings(seconds_by_workers, worker_counts):
-    """One positive time for each worker count."""
+def timings(seconds_by_workers, worker_counts, repeats):
+    """``repeats`` separate positive timings for each worker count."""
     assert sorted(seconds_by_workers) == sorted(worker_counts), (
         f"you have times for {sorted(seconds_by_workers)} worker(s) but worker_counts is {list(worker_counts)}: "
         "time every worker count.")
     for workers, seconds in seconds_by_workers.items():
-        assert isinstance(seconds, float) and 0 < seconds < math.inf, (
-            f"the time for {workers} worker(s) is {seconds!r}: measure seconds as a float with "
-            "time.perf_counter() before and after the timed steps.")
+        assert isinstance(seconds, (list, tuple)) and len(seconds) == repeats, (
+            f"the times for {workers} worker(s) are {seconds!r}: time_training must return a list of "
+            f"{repeats} timings (repeats = {repeats}), one per timed block.")
+        for one in seconds:
+            assert isinstance(one, float) and 0 < one < math.inf, (
+                f"a time for {workers} worker(s) is {one!r}: measure seconds as a float with "
+                "time.perf_counter() before and after the timed steps.")
+        assert repeats < 2 or len(set(seconds)) > 1, (
+            f"the {repeats} times for {workers} worker(s) are all {seconds[0]!r}: two real timings are never "
+            "exactly equal. Time each repeat separately, do not copy one timing.")
+
+
+def spreads(spread_by_workers, seconds_by_workers):
+    """Each spread is (slowest - fastest) / median of that worker count's timings."""
+    assert sorted(spread_by_workers) == sorted(seconds_by_workers), (
+        f"spread_by_workers has {sorted(spread_by_workers)}, not the worker counts {sorted(seconds_by_workers)}.")
+    for workers, seconds in seconds_by_workers.items():
+        expected = (max(seconds) - min(seconds)) / statistics.median(seconds)
+        assert math.isclose(spread_by_workers[workers], expected, rel_tol=1e-6), (
+            f"the spread for {workers} worker(s) is {spread_by_workers[workers]!r}, but its times {seconds} give "
+            f"(max - min) / median = {expected:.3f}.")
 
 
 def plot_shows(axis, seconds_by_workers):
-    """The axes have a line with one point per worker count, at the measured times."""
+    """The axes show each worker count's median time, with an error bar from the fastest to the slowest."""
     counts = sorted(seconds_by_workers)
+    medians = [statistics.median(seconds_by_workers[n]) for n in counts]
     lines = [(list(line.get_xdata()), list(line.get_ydata())) for line in axis.get_lines()]
-    assert lines, "the axes have no line: plot the times with axis.plot(...)."
+    assert lines, "the axes have no line: plot the medians with axis.errorbar(...)."
     xs, ys = lines[0]
     assert xs == counts, (f"the plot's x values are {xs}, not the worker counts {counts}: "
-                          "pass the worker counts as x, axis.plot(workers, seconds).")
-    assert ys == [seconds_by_workers[n] for n in counts], "the plot's y values are not the measured seconds."
+                          "pass the worker counts as x, axis.errorbar(workers, medians, ...).")
+    assert ys == medians, f"the plot's y values are {ys}, not the median times {medians}."
+    bars = [container for container in axis.containers if isinstance(container, ErrorbarContainer)]
+    assert bars and bars[0].has_yerr, ("the plot has no vertical error bars: pass yerr= to axis.errorbar, "
+                                       "from each median down to the fastest and up to the slowest time.")
+    extents = [tuple(sorted(segment[:, 1])) for segment in bars[0].lines[2][0].get_segments()]
+    wanted = [(min(seconds_by_workers[n]), max(seconds_by_workers[n])) for n in counts]
+    assert all(math.isclose(a, b, rel_tol=1e-6) for got, want in zip(extents, wanted) for a, b in zip(got, want)) \
+        and len(extents) == len(wanted), (f"the error bars span {extents}, not fastest to slowest {wanted}: "
+                                          "yerr=[medians - fastest, slowest - medians].")
     assert axis.get_xlabel() and axis.get_ylabel(), "label both axes (axis.set_xlabel, axis.set_ylabel)."
 
 
@@ -296,3 +345,164 @@ def free_workers_took_more(closures_per_worker, slow_worker):
     if not others or min(others.values()) <= slow:
         raise AssertionError(f"the slow worker {slow_worker} ran {slow} closures, the others {others}: "
                              "schedule() should have given most closures to the free, faster workers.")
+
+
+# ===== lesson notebooks 00, 01, 07, 08, 09 =========================================
+# Each notebook assertion is one of these; tests/test_checks.py feeds each a wrong result.
+ALL_INTERFACES = {"0.0.0.0": "every IPv4 interface", "::": "every interface (IPv6, and IPv4 too on Linux)"}
+
+
+# ----- 00 welcome --------------------------------------------------------------------
+def keras_2(keras_version):
+    """tf.keras is Keras 2 (tf_keras), which parameter-server training needs."""
+    assert keras_version.startswith("2"), (
+        f"tf.keras is Keras {keras_version}, but parameter-server training needs Keras 2. "
+        "Restart the kernel (Kernel > Restart Kernel), then run the setup cell first: "
+        "`import labkit` must come before anything imports TensorFlow.")
+
+
+# ----- 01 TF_CONFIG and the cluster (and 09) -------------------------------------------
+def same_cluster_everywhere(configs, cluster):
+    """Every TF_CONFIG in ``configs`` (task name -> dict) has exactly ``cluster`` as its cluster part."""
+    differ = sorted(name for name, config in configs.items() if config.get("cluster") != cluster)
+    assert configs and not differ, (f"the cluster part of {', '.join(differ) or 'no task'} differs from "
+                                    f"{cluster}: every process must get the same cluster; only 'task' changes.")
+
+
+def received_its_tf_config(name, received, expected):
+    """The TF_CONFIG a task process really has in its environment is the one it was given."""
+    assert received == expected, f"{name} got TF_CONFIG {received}, not {expected}."
+
+
+def listens_on_every_interface(name, port, sockets):
+    """A TF server listens on its own port, on every interface (``sockets``: its listening (ip, port) pairs)."""
+    assert port in [listening for _, listening in sockets], (
+        f"{name} does not listen on its port {port}; it listens on {sockets}.")
+    narrow = [ip for ip, _ in sockets if ip not in ALL_INTERFACES]
+    assert not narrow, f"{name} listens on {narrow} only, not on every interface: {sockets}."
+
+
+def task_dead(task):
+    """The killed task's process has exited."""
+    assert not task.alive(), f"{task.name} (pid {task.pid}) is still alive after the kill."
+
+
+def restarted_in_place(task, old_pid, old_port):
+    """A restarted task is a new, live process on its old port."""
+    assert task.alive(), f"{task.name} is not alive after the restart; read its log, {task.log_path}."
+    assert task.pid != old_pid, f"{task.name} still has pid {old_pid}: a restart starts a new process."
+    assert task.port == old_port, (f"{task.name} moved from port {old_port} to {task.port}: the others "
+                                   "only know its old address, so a restart must keep the port.")
+
+
+def pids_gone(pids_by_name):
+    """No process of ``pids_by_name`` (name -> pid) still runs (a zombie counts as gone)."""
+    running = [f"{name} (pid {pid})" for name, pid in pids_by_name.items() if _running(pid)]
+    assert not running, f"still running: {', '.join(running)}."
+
+
+def _running(pid):
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+# ----- 07 fault tolerance ------------------------------------------------------------
+def at_least_once(report, num_steps):
+    """A run with worker failures only: no recovery was needed, and every scheduled step ran at least once."""
+    assert not report.recoveries, f"a worker failure needed {len(report.recoveries)} recoveries; it needs none."
+    assert report.final_step >= num_steps, f"training stopped at step {report.final_step}, before {num_steps}."
+    assert report.final_step >= report.steps_scheduled, (
+        f"{report.steps_scheduled} steps were scheduled but only {report.final_step} ran: "
+        "a worker failure lost steps, against at-least-once execution.")
+
+
+def close_accuracy(accuracy, reference, max_gap):
+    """``accuracy`` is within ``max_gap`` of ``reference``."""
+    assert abs(accuracy - reference) <= max_gap, (
+        f"test accuracy {accuracy:.3f} vs {reference:.3f} undisturbed: more than {max_gap} apart.")
+
+
+def worked_after_restart(cpu_at_restart, cpu_at_end, min_cpu_seconds=0.2):
+    """A restarted task used CPU after its restart: it was given work again."""
+    assert cpu_at_end - cpu_at_restart >= min_cpu_seconds, (
+        f"the restarted task used {cpu_at_end - cpu_at_restart:.2f} CPU seconds after its restart: "
+        "it was not given any work.")
+
+
+def one_recovery_per_failure(report, failures, num_steps):
+    """``failures`` PS failures gave exactly that many recoveries, each from the checkpoint before it."""
+    assert len(report.recoveries) == failures, (
+        f"{failures} parameter-server failure(s) gave {len(report.recoveries)} recoveries: "
+        f"{report.recoveries}.")
+    checkpoints = [0] + [step for _, step, _ in report.points]
+    for recovery in report.recoveries:
+        before = max(step for step in checkpoints if step <= recovery["failed_at_step"])
+        assert recovery["resumed_from_step"] == before, (
+            f"resumed from step {recovery['resumed_from_step']}, but the last checkpoint before the failure "
+            f"at step {recovery['failed_at_step']} was at step {before}.")
+        assert recovery["steps_lost"] == recovery["failed_at_step"] - before, recovery
+    assert report.final_step >= num_steps, f"training stopped at step {report.final_step}, before {num_steps}."
+
+
+def latest_checkpoint_complete(latest, completed_steps):
+    """``tf.train.latest_checkpoint`` names a checkpoint whose files were all written."""
+    assert latest is not None, "no checkpoint at all: the earlier, completed ones should still be there."
+    step = int(latest.rpartition("-")[2])
+    assert step in completed_steps, (f"latest_checkpoint points to step {step}, whose write did not "
+                                     f"finish; the completed checkpoints are at steps {completed_steps}.")
+    assert tf.train.load_checkpoint(latest) is not None
+
+
+def coordinator_resumed(lines, checkpoint_step, num_steps):
+    """A restarted coordinator's output: it resumed from ``checkpoint_step`` or later and finished."""
+    resumed = [line for line in lines if "resumed from checkpoint" in line]
+    assert len(resumed) == 1, f"the restarted coordinator printed {len(resumed)} 'resumed' lines: {lines}"
+    step = int(resumed[0].rpartition(" ")[2])
+    assert step >= checkpoint_step, (f"the restarted coordinator resumed at step {step}, before the "
+                                     f"checkpoint at step {checkpoint_step} that the first one had saved.")
+    assert f"finished at step {num_steps}" in lines[-1], f"it did not finish at step {num_steps}: {lines[-1]}"
+
+
+def fit_skipped_epochs(epochs_started, finished_epochs):
+    """A restarted ``model.fit`` with BackupAndRestore starts after the epochs already finished."""
+    assert epochs_started and epochs_started[0] == f"epoch {finished_epochs + 1} started", (
+        f"the restarted fit began with {epochs_started[:1]}, not 'epoch {finished_epochs + 1} started': "
+        f"it should skip the {finished_epochs} finished epochs.")
+
+
+# ----- 08 performance analysis --------------------------------------------------------
+def results_saved(table, points, saved):
+    """The CSV and JSON results have one row per measured point, positive speeds, and the machine."""
+    assert len(table) == len(points) == len(saved["results"]), (
+        f"{len(points)} points measured, but {len(table)} CSV rows and {len(saved['results'])} JSON results.")
+    slow = [row for row in table if not float(row["samples_per_s_median"]) > 0]
+    assert not slow, f"rows without a positive median speed: {slow}"
+    missing = {"cores", "memory_gib", "versions"} - set(saved["machine"])
+    assert not missing, f"the JSON does not describe the machine's {sorted(missing)}."
+
+
+def dense_traffic_is_model_size(row, low=0.8, high=1.5):
+    """A dense model pulls and pushes about its parameter bytes M per step (``row``: one bench result)."""
+    size = row["parameter_bytes"]
+    for direction in ("pull", "push"):
+        ratio = row[f"measured_{direction}_bytes_per_step"] / size
+        assert low <= ratio <= high, (f"{row['model']} {row['loop']} {row['workers']}w {row['ps']}ps "
+                                      f"K={row['packing']}: {direction} {ratio:.2f} M per step, "
+                                      f"outside {low}-{high} M.")
+
+
+def clusters_stopped(leftover):
+    """``leftover``, the clusters this process still runs (``labkit.cluster.running_clusters``), is empty."""
+    assert leftover == [], f"clusters still running: {leftover}"
+
+
+# ----- 09 laptop to cluster ------------------------------------------------------------
+def runs_with_its_files(process, directory):
+    """A task process runs in its exported directory, with the TF_CONFIG of that directory's file."""
+    wanted = json.loads((Path(directory) / "tf_config.json").read_text())
+    assert json.loads(process.environ().get("TF_CONFIG", "null")) == wanted, (
+        f"pid {process.pid} does not have the TF_CONFIG of {directory}/tf_config.json.")
+    assert Path(process.cwd()).resolve() == Path(directory).resolve(), (
+        f"pid {process.pid} runs in {process.cwd()}, not in {directory}.")

@@ -14,6 +14,7 @@ What happens when a task dies:
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
 import json
+import math
 import os
 import random
 import threading
@@ -51,6 +52,21 @@ def kill_after(cluster, task, seconds):
     timer.daemon = True
     timer.start()
     return timer
+
+
+def save_while_killing(cluster, task, manager, delay_seconds, checkpoint_number):
+    """``manager.save(checkpoint_number)`` with ``task`` killed ``delay_seconds`` after the save starts.
+
+    Returns the error the save raised, or None if it finished before the kill.
+    """
+    timer = kill_after(cluster, task, delay_seconds)
+    try:
+        manager.save(checkpoint_number=checkpoint_number)
+        return None
+    except PS_FAILURES as error:
+        return error
+    finally:
+        timer.join()
 
 
 def random_faults(tasks, count, num_steps, seed=0):
@@ -92,6 +108,7 @@ class TrainingJob:
     train_steps: object
     iterator: object
     steps_per_closure: int
+    num_workers: int
 
 
 def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3):
@@ -104,7 +121,8 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
 
     return TrainingJob(strategy, coordinator, model, optimizer,
                        train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
-                       train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size)), steps_per_closure)
+                       train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size)), steps_per_closure,
+                       resolver.cluster_spec().num_tasks("worker"))
 
 
 @dataclass
@@ -113,20 +131,24 @@ class RecoveryReport:
 
     timeline: Timeline
     points: list = field(default_factory=list)      # (seconds, step, evaluation dict) after each checkpoint
-    recoveries: list = field(default_factory=list)  # dicts: failed_at_step, resumed_from_step, steps_lost, seconds
+    # dicts: failed_at_step (steps run when the PS died), resumed_from_step (the step of the
+    # checkpoint actually restored), steps_lost (the difference), seconds (to recover)
+    recoveries: list = field(default_factory=list)
     final_step: int = 0
     seconds: float = 0.0
     restarted_cpu: dict = field(default_factory=dict)  # task -> (pid, CPU seconds at restart, CPU seconds at end)
+    steps_scheduled: int = 0  # in all closures scheduled, also those lost with a parameter server
 
 
 def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=100, faults=(),
                         cluster=None, evaluate=None, max_recoveries=3, echo=False):
     """Train until ``optimizer.iterations`` reaches ``num_steps``, checkpointing every ``checkpoint_every`` steps.
 
-    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` when
-    the scheduled steps reach their step. On a PS failure, dead tasks of ``cluster`` are
-    restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
+    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` at their
+    step (a kill waits for the step counter to reach it). On a PS failure, dead tasks of
+    ``cluster`` are restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
     returns a dict after each checkpoint; ``echo`` prints the timeline as it grows.
+    A closure re-run after a worker failure can carry the step count past ``num_steps``.
     """
     report = RecoveryReport(Timeline(echo=echo))
     pending = sorted(faults, key=lambda fault: fault.step)
@@ -140,22 +162,30 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
         step = int(job.optimizer.iterations.numpy())
         report.timeline.add(step, f"resumed from checkpoint at step {step}" if step else "started")
         if failure:
+            refused = wait_until_workers_reach_parameter_servers(job)
+            report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
             failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
                            seconds=time.monotonic() - failure.pop("began"))
             report.recoveries.append(failure)
         try:
-            completed, killed_after_step = [], 0
+            completed, ran_before_kill = [], None
             while step < num_steps:
                 completed = []
-                chunk = min(checkpoint_every, num_steps - step)
-                for closure in range(chunk // job.steps_per_closure):
-                    scheduled = step + closure * job.steps_per_closure  # steps scheduled so far
-                    while (cluster is not None and pending
-                           and pending[0].step <= scheduled + job.steps_per_closure):
-                        fault = pending.pop(0)
-                        _apply(fault, cluster, report, scheduled)
-                        killed_after_step = scheduled if fault.action == "kill" else killed_after_step
+                closures = math.ceil(min(checkpoint_every, num_steps - step) / job.steps_per_closure)
+                for closure in range(1, closures + 1):
                     completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
+                    report.steps_scheduled += job.steps_per_closure
+                    # A fault waits until one closure per worker is scheduled beyond its step; a kill
+                    # then lands once the step counter on the PS reaches that step, while the workers
+                    # run the closures after it. The value read is the progress the kill ends.
+                    beyond = (job.num_workers if closure < closures else 0) * job.steps_per_closure
+                    while (cluster is not None and pending
+                           and pending[0].step + beyond <= step + closure * job.steps_per_closure):
+                        fault = pending.pop(0)
+                        reached = _wait_for_step(job, fault.step) if fault.action == "kill" else fault.step
+                        if fault.action == "kill" and fault.task.startswith("ps"):
+                            ran_before_kill = reached
+                        _apply(fault, cluster, report, reached)
                 job.coordinator.join()
                 step = int(job.optimizer.iterations.numpy())
                 manager.save(checkpoint_number=step)
@@ -168,17 +198,52 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 report.restarted_cpu[task] = (pid, cpu_then, cpu_seconds(pid))
             return report
         except PS_FAILURES as error:
-            # Progress reached when the PS died: the steps scheduled before an injected kill,
-            # else the closures that completed. Their updates died with the PS.
-            failed_at_step = max(step + job.steps_per_closure * sum(_succeeded(value) for value in completed),
-                                 killed_after_step)
+            # Progress reached when the PS died, whose updates died with it: for an injected kill,
+            # the step counter read from the PS just before the kill; else the completed closures.
+            failed_at_step = ran_before_kill if ran_before_kill is not None else \
+                step + job.steps_per_closure * sum(_succeeded(value) for value in completed)
             failure = {"failed_at_step": failed_at_step, "began": time.monotonic()}
-            report.timeline.add(failed_at_step, f"{type(error).__name__}: a parameter server is gone")
+            report.timeline.add(failed_at_step, f"{type(error).__name__}: a parameter server is gone "
+                                                f"({_first_line(error.message)})")
             if cluster is None or len(report.recoveries) >= max_recoveries:
                 raise
             for dead in [row["task"] for row in cluster.status() if not row["alive"]]:
                 cluster.restart(dead)
                 report.timeline.add(failed_at_step, f"restarted {dead}")
+
+
+def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
+    """Block until every worker reads a variable from every parameter server; return the refused tries.
+
+    A restarted PS serves at once, but a worker's gRPC channel to it can still be in its
+    reconnect back-off (TensorFlow caps it at 1 s) and fail calls with "Connection refused".
+    A closure scheduled in that window would fail as if the PS had died again.
+    """
+    one_variable_per_ps = list({variable.device: variable for variable in job.model.variables}.values())
+    read = tf.function(lambda: [tf.reduce_sum(variable) for variable in one_variable_per_ps])
+    refused, deadline = 0, time.monotonic() + timeout
+    for worker in range(job.num_workers):
+        while True:
+            try:
+                with tf.device(f"/job:worker/replica:0/task:{worker}"):
+                    [value.numpy() for value in read()]
+                break
+            except PS_FAILURES:
+                refused += 1
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    return refused
+
+
+def _wait_for_step(job, step, timeout=120.0):
+    """Poll ``optimizer.iterations`` (on the PS) until it reaches ``step`` or ``timeout`` passes; return it."""
+    deadline = time.monotonic() + timeout
+    reached = int(job.optimizer.iterations.numpy())
+    while reached < step and time.monotonic() < deadline:
+        time.sleep(0.005)
+        reached = int(job.optimizer.iterations.numpy())
+    return reached
 
 
 def _apply(fault, cluster, report, step):
@@ -222,6 +287,13 @@ def read_until(process, text):
             return lines
     raise RuntimeError(f"the process ended (exit code {process.wait()}) before printing {text!r}. "
                        "It printed:\n" + "\n".join(lines[-20:]))
+
+
+def _first_line(message, width=120):
+    """The first line of an error message that says something (not a heading such as "Graph execution error:")."""
+    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.strip().endswith(":")]
+    line = lines[0] if lines else message.strip()
+    return line if len(line) <= width else line[:width - 3] + "..."
 
 
 def _succeeded(remote_value):

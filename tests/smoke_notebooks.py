@@ -29,7 +29,8 @@ SMOKE_PARAMETERS = {
                                  "num_steps": 300},
     "07_fault_tolerance.ipynb": {"num_steps": 300, "checkpoint_every": 50, "worker_kill_step": 80,
                                  "worker_restart_step": 180, "ps_kill_step": 130,
-                                 "coordinator_kill_step": 150, "fit_epochs": 3, "fit_steps_per_epoch": 30},
+                                 "coordinator_kill_step": 150, "fit_epochs": 3, "fit_steps_per_epoch": 30,
+                                 "checkpoint_ballast_floats": 2_000_000},
     # One cluster shape, two packings, the MLP: bytes per step are still checked against M (asserted inside).
     "08_performance_analysis.ipynb": {"workers": [1], "ps": [1], "packing": [1, 10], "models": ["mlp"],
                                       "batch_sizes": [64], "repeats": 2, "min_steps": 10, "target_accuracy": 0.5,

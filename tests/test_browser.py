@@ -20,7 +20,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.cluster import pick_port
-from tests.conftest import is_running
+from support import is_running
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import wait_until_gone
+from support import wait_until_gone
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 

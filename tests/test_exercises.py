@@ -8,12 +8,11 @@ from pathlib import Path
 import nbformat
 import papermill.iorw
 import papermill.parameterize
-import psutil
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from conftest import RUN_MARK, wait_until_gone
+from support import processes_running, wait_until_gone
 from labkit import cli, exercises
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,9 +22,9 @@ CELL_TIMEOUT = 300
 SMOKE_PARAMETERS = {
     "ex1_basic_cluster.ipynb": {"epochs": 2, "steps_per_epoch": 60, "target_accuracy": 0.75},
     "ex2_gradient_compression.ipynb": {"num_workers": 1, "num_steps": 200, "max_accuracy_loss": 0.05},
-    "ex3_fault_tolerance.ipynb": {"num_workers": 1, "num_steps": 200, "checkpoint_every": 50, "kill_step": 100,
+    "ex3_fault_tolerance.ipynb": {"num_workers": 1, "num_steps": 200, "checkpoint_every": 50, "kill_step": 130,
                                   "target_accuracy": 0.75},
-    "ex4_performance_analysis.ipynb": {"worker_counts": [1, 2], "timed_steps": 200},
+    "ex4_performance_analysis.ipynb": {"worker_counts": [1, 2], "timed_steps": 100, "repeats": 2},
     "ex5_staleness_checks.ipynb": {"num_steps": 100},
 }
 
@@ -64,12 +63,20 @@ for name, process in processes.items():
     ],
     "ex3_fault_tolerance.ipynb": [
         WrongAnswer("def train_until", """
-    for _ in range(num_steps // job.steps_per_closure):
-        job.coordinator.schedule(job.train_steps, args=(job.iterator,))
-    job.coordinator.join()
-""", "checks.checkpoint_saved(", "did train_until call manager.save()"),
+    step = int(job.optimizer.iterations.numpy())
+    while step < num_steps:  # saves at the end too, so the kill would come right after a checkpoint
+        for _ in range(min(checkpoint_every, num_steps - step) // job.steps_per_closure):
+            job.coordinator.schedule(job.train_steps, args=(job.iterator,))
+        job.coordinator.join()
+        step = int(job.optimizer.iterations.numpy())
+        manager.save(checkpoint_number=step)
+""", "checks.checkpoint_saved(", "it should hold step"),
     ],
     "ex4_performance_analysis.ipynb": [
+        WrongAnswer("seconds_by_workers = {num_workers: time_training", """
+seconds_by_workers = {num_workers: [1.5] * repeats for num_workers in worker_counts}
+spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
+""", "checks.timings(", "do not copy one timing"),
         WrongAnswer("figure, axis = plt.subplots", """
 axis.plot(list(seconds_by_workers.values()), marker="o")
 axis.set_xlabel("workers")
@@ -135,15 +142,7 @@ def run_wrong_answer(client, cells, index, wrong):
 
 def learner_servers():
     """Server processes (tf_server.py of exercise 1) started by this test run."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            if any(part.endswith("tf_server.py") for part in process.info["cmdline"] or []) \
-                    and process.environ().get(RUN_MARK[0]) == RUN_MARK[1]:
-                found.append(process.pid)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
+    return [process.pid for process in processes_running("tf_server.py")]
 
 
 # ----- the generator -----------------------------------------------------------------

@@ -4,7 +4,7 @@ import re
 import pytest
 
 import labkit
-from labkit import faults, fit
+from labkit import checks, faults, fit
 from labkit.data import load_mnist
 
 tf = pytest.importorskip("tensorflow")
@@ -33,7 +33,7 @@ def test_training_survives_a_worker_kill_and_uses_the_restarted_worker(cluster, 
     undisturbed = run(cluster, data, tmp_path / "undisturbed", [])
     disturbed = run(cluster, data, tmp_path / "disturbed",
                     [faults.Fault(150, "worker:1"), faults.Fault(350, "worker:1", "restart")])
-    assert disturbed.final_step == 600 and disturbed.recoveries == []
+    checks.at_least_once(disturbed, 600)
     accuracy = [report.points[-1][2]["accuracy"] for report in (undisturbed, disturbed)]
     assert accuracy[1] >= 0.85 and abs(accuracy[0] - accuracy[1]) <= 0.02, accuracy
     pid, cpu_at_restart, cpu_at_end = disturbed.restarted_cpu["worker:1"]
@@ -45,10 +45,9 @@ def test_training_survives_a_worker_kill_and_uses_the_restarted_worker(cluster, 
 
 def test_a_ps_kill_resumes_from_the_last_checkpoint(cluster, data, tmp_path):
     report = run(cluster, data, tmp_path, [faults.Fault(250, "ps:0")], num_steps=400)
-    assert report.final_step == 400
+    checks.one_recovery_per_failure(report, 1, 400)
     [recovery] = report.recoveries
-    assert recovery["resumed_from_step"] == 200
-    assert 0 < recovery["steps_lost"] <= 100
+    assert recovery["resumed_from_step"] == 200 and 0 <= recovery["steps_lost"] < 100
     assert cluster.task("ps:0").alive() and cluster.task("ps:0").restarts == 1
     assert any("UnavailableError" in event or "AbortedError" in event for _, _, event in report.timeline.events)
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from labkit import export, netns, processes
-from tests.conftest import task_processes, wait_until_gone
+from support import task_processes, wait_until_gone
 
 pytestmark = pytest.mark.slow
 

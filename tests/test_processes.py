@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from labkit import processes
-from tests.conftest import is_running, wait_until_gone
+from support import is_running, wait_until_gone
 
 PYTHON = sys.executable
 IGNORES_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"

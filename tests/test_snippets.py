@@ -7,7 +7,7 @@ import time
 import psutil
 
 from labkit import snippets
-from tests.conftest import wait_until_gone
+from support import wait_until_gone
 
 NO_CLUSTER = {}
 

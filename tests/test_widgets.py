@@ -7,7 +7,7 @@ import pytest
 import labkit
 from labkit.train import History
 from labkit.widgets import ALIVE, DEAD, ClusterDashboard
-from tests.conftest import is_running
+from support import is_running
 
 pytestmark = pytest.mark.slow
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -1,0 +1,73 @@
+"""Helpers shared by the test modules, imported once as the top-level module ``support``.
+
+Import it as ``import support`` / ``from support import ...``, never as ``tests.support``:
+a second import would run this file again and give the run a second mark, and the
+orphan check would then look for the wrong one.
+"""
+import os
+import time
+import uuid
+
+import psutil
+import pytest
+
+if __name__ != "support":
+    raise ImportError(f"import this module as `support`, not `{__name__}`: a second copy would give "
+                      "the test run a second LABKIT_TEST_RUN mark and blind the orphan check.")
+
+# Inherited by every process this test run starts (kernels, CLIs, task servers), so the
+# orphan check counts this run's task processes only, not those of another run (a pytest
+# run started by a test, say, gets its own mark).
+RUN_MARK = ("LABKIT_TEST_RUN", uuid.uuid4().hex)
+os.environ[RUN_MARK[0]] = RUN_MARK[1]
+ORPHAN_MESSAGE = "task processes outlived the test that started them"
+ORPHAN_GRACE_SECONDS = 15.0  # how long a module's task processes may take to exit after it
+
+
+def started_by_this_run(process):
+    try:
+        return process.environ().get(RUN_MARK[0]) == RUN_MARK[1]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def processes_running(marker):
+    """Live processes started by this test run whose command line has an argument ending in ``marker``."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        cmdline = process.info["cmdline"] or []
+        if (any(part.endswith(marker) for part in cmdline) and process.info["status"] != psutil.STATUS_ZOMBIE
+                and started_by_this_run(process)):
+            found.append(process)
+    return found
+
+
+def task_processes():
+    """Live `python -m labkit.server` processes started by this test run."""
+    return processes_running("labkit.server")
+
+
+def is_running(pid):
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_until_gone(pids, timeout=15.0):
+    """Wait for every pid to exit; return the ones still alive after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [pid for pid in alive if is_running(pid)]
+        time.sleep(0.1)
+    return alive
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_orphan_task_processes():
+    """Fail a test module after which a task process it started is still running."""
+    before = {p.pid for p in task_processes()}
+    yield
+    started = [p.pid for p in task_processes() if p.pid not in before]
+    assert wait_until_gone(started, ORPHAN_GRACE_SECONDS) == [], f"{ORPHAN_MESSAGE}: pids {started}"
