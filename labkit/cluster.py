@@ -22,7 +22,6 @@ import portpicker
 import psutil
 
 from labkit import children, processes, tfconfig, tfruntime
-from labkit.server import EXIT_PORT_IN_USE
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
@@ -165,7 +164,7 @@ class LocalCluster:
                 break
             except processes.ServingError as error:
                 self._stop_tasks()
-                if error.returncode != EXIT_PORT_IN_USE:
+                if error.returncode != processes.EXIT_PORT_IN_USE:
                     raise ClusterStartError(str(error)) from None
                 if attempt == PORT_ATTEMPTS:
                     raise PortInUseError(f"another program took the picked ports {attempt} times in a row; "
@@ -197,7 +196,7 @@ class LocalCluster:
             self._wait_until_serving([target])
         except processes.ServingError as error:
             self._write_state()
-            if error.returncode == EXIT_PORT_IN_USE:
+            if error.returncode == processes.EXIT_PORT_IN_USE:
                 raise PortInUseError(f"{target.name} cannot restart: another program took its port "
                                      f"{target.port} while it was down. Stop that program and call "
                                      f"restart({task!r}) again, or start a new cluster.\n{error}") from None

@@ -1,10 +1,10 @@
 """The processes labkit starts: start, wait until serving, stop, read their logs.
 
-Every task of a cluster (and the coordinator and evaluator programs) is a child
-process started here, as a ``labkit.children`` child that exits with its parent.
-One place owns their life cycle:
+Every task of a cluster (and the coordinator and evaluator programs) is started
+by ``labkit.children``, which adds the pipe that makes it exit with its parent, and
+then lives here. One place owns their life cycle:
 
-- ``start_command``: start a command, its output appended to a log file;
+- ``start_command``: start a command in its own session (output to a pipe or a log file);
 - ``wait_until_serving``: return once the process listens on its port and accepts
   a connection; raise with the end of its log if it exited or hung instead;
 - ``stop``: SIGTERM, a grace period, then SIGKILL (``psutil.wait_procs``);
@@ -26,6 +26,9 @@ POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 TAIL_BLOCK_BYTES = 8192
 SERVING_LOG_LINE = "serving at"  # what labkit.server prints once its port is open
+# labkit.server's exit code for "another program holds my port": the starter may pick another and retry.
+# (Here, not in server.py: `python -m labkit.server` must not be imported as a module first.)
+EXIT_PORT_IN_USE = 75
 
 
 class ServingError(RuntimeError):
@@ -174,5 +177,5 @@ def _stop_everything_left():
     stop([owner for owner in owners if isinstance(owner, Process)])
 
 
-__all__ = ["Process", "ServingError", "start_command", "wait_until_serving", "serving", "listening",
+__all__ = ["EXIT_PORT_IN_USE", "Process", "ServingError", "start_command", "wait_until_serving", "serving", "listening",
            "accepts_connections", "port_is_free", "stop", "log_tail", "stop_at_exit"]

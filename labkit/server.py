@@ -16,9 +16,6 @@ from labkit import processes, tfconfig
 from labkit.children import exit_with_parent_if_started_by_one
 
 SERVING_ROLES = ("ps", "worker")
-# Exit code meaning "another program holds my port": the starter may pick another port and retry.
-# Any other failure exits with code 1 and its error in the log.
-EXIT_PORT_IN_USE = 75
 
 
 def main():
@@ -49,7 +46,7 @@ def main():
             raise
         print(f"labkit.server: could not listen on {address}, port {port} is taken by another program: "
               f"{error.message}", flush=True)
-        sys.exit(EXIT_PORT_IN_USE)
+        sys.exit(processes.EXIT_PORT_IN_USE)  # any other failure: exit code 1, the error in the log
     # Started only now, so a parent that died during start-up is noticed at once here.
     exit_with_parent_if_started_by_one()
     print(f"labkit.server: {task_type}:{task_index} serving at {address} "

@@ -18,7 +18,7 @@ import pytest
 
 from labkit import cluster as cluster_module
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
-from labkit.server import EXIT_PORT_IN_USE
+from labkit.processes import EXIT_PORT_IN_USE
 from support import is_running, wait_until_gone
 
 pytestmark = pytest.mark.slow
