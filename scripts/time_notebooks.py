@@ -93,7 +93,7 @@ def report(results, mnist_source):
              "|---|---|---|---|"]
     for r in results:
         largest = ", ".join(f"{name} {mb:,} MB" for name, mb in
-                            sorted(r["peak_task_mb"].items(), key=lambda item: -item[1])[:4])
+                            sorted(r["peak_task_mb"].items(), key=lambda item: -item[1])[:4] if mb)
         status = "" if r["ok"] else f" FAILED: {r['error']}"
         lines.append(f"| {r['notebook']} | {r['seconds'] / 60:.1f} min{status} | {r['peak_total_mb'] / 1e3:.1f} GB "
                      f"| {largest} |")

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import shutil
+from contextlib import contextmanager
 
 import nbformat
 import pytest
@@ -32,7 +33,7 @@ NOTEBOOK_CELLS = ["import labkit\nfrom labkit.widgets import ClusterDashboard",
                   "ClusterDashboard(cluster)"]
 SECONDS = 1000  # Playwright counts milliseconds
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300),
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),
               pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM}: the browser test "
                                  "needs Debian's chromium package (apt-get install chromium)")]
 
@@ -102,16 +103,23 @@ def browser_page(capsys):
 
         try:
             yield page, screenshot
-        except Exception:
-            screenshot("failure")  # what the page showed when it went wrong
-            raise
         finally:
             browser.close()
             with capsys.disabled():
                 print("\nbrowser test screenshots:", *shots, sep="\n  ")
 
 
-def wait_for_token(log_path, port, server, timeout=60.0):
+@contextmanager
+def failure_screenshot(screenshot):
+    """On an exception, save what the page showed as failure.png."""
+    try:
+        yield
+    except Exception:
+        screenshot("failure")
+        raise
+
+
+def wait_for_token(log_path, port, server, timeout=180.0):
     """The token Jupyter generated, read from the URL it logs once it serves."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -126,7 +134,8 @@ def wait_for_token(log_path, port, server, timeout=60.0):
 
 def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, browser_page):
     page, screenshot = browser_page
-    run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot)
+    with failure_screenshot(screenshot):
+        run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot)
 
 
 @pytest.mark.parametrize("name", ["08_performance_analysis.ipynb", "06_stale_gradients.ipynb"])
@@ -137,7 +146,12 @@ def test_executed_notebook_shows_its_figures_and_no_red(name, lab, browser_page)
     shutil.copy(executed, root / name)
     figure_cells = sum(bool(FIGURE_CALLS.search(cell.source))
                        for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code")
-    page.goto(url_of(name))
+    with failure_screenshot(screenshot):
+        look_at_figures_and_stderr(page, url_of(name), Path(name).stem, figure_cells, screenshot)
+
+
+def look_at_figures_and_stderr(page, url, stem, figure_cells, screenshot):
+    page.goto(url)
     outputs = page.locator(".jp-Notebook .jp-OutputArea-output")
     outputs.first.wait_for(timeout=60 * SECONDS)
     images = page.locator(".jp-Notebook .jp-RenderedImage img")
@@ -147,16 +161,16 @@ def test_executed_notebook_shows_its_figures_and_no_red(name, lab, browser_page)
         image.scroll_into_view_if_needed()
         expect(image).to_be_visible()
         assert image.evaluate("img => img.complete && img.naturalWidth > 100"), f"figure {index} did not load"
-        screenshot(f"{Path(name).stem}-figure-{index}")
+        screenshot(f"{stem}-figure-{index}")
     assert not page.get_by_text("<Figure size").count(), "a figure shows as text"
     stderr = page.locator('.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"]')
-    assert stderr.count() == 0, f"red stderr output in {name}: {stderr.all_inner_texts()[:3]}"
+    assert stderr.count() == 0, f"red stderr output in {stem}: {stderr.all_inner_texts()[:3]}"
 
 
 def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
     page.goto(lab_url)
     # Run All before the kernel is connected would open a "Select Kernel" dialog instead.
-    expect(page.get_by_text("PS Lab (TensorFlow 2.21) | Idle")).to_be_visible(timeout=60 * SECONDS)
+    expect(page.get_by_text("PS Lab (TensorFlow 2.21) | Idle")).to_be_visible(timeout=180 * SECONDS)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
