@@ -241,7 +241,7 @@ def _wait_for_step(job, step, timeout=120.0):
     deadline = time.monotonic() + timeout
     reached = int(job.optimizer.iterations.numpy())
     while reached < step and time.monotonic() < deadline:
-        time.sleep(0.005)
+        time.sleep(0.02)
         reached = int(job.optimizer.iterations.numpy())
     return reached
 
