@@ -3,6 +3,7 @@
 Every check looks at a real outcome (a server that answers, a model that learned,
 bytes that shrank, a checkpoint on disk) and fails with an ``AssertionError``.
 """
+import json
 import math
 import os
 import socket
@@ -244,3 +245,26 @@ def rejects_beyond_bound(run, bound, delay, num_steps):
     beyond = int(run.counts[:, bound + 1:].sum())
     assert beyond == run.dropped, (f"the histogram has {beyond} updates beyond the bound, "
                                    f"but {run.dropped} were dropped.")
+
+
+# ----- Notebook 09: the Kubernetes export (labkit.kubernetes) --------------------------
+
+def kubernetes_names_consistent(objects):
+    """Every container's TF_CONFIG names the same cluster, whose every address is a Service's name and port
+    and whose every task runs in exactly one Pod or Job; return the number of tasks."""
+    from labkit import kubernetes
+
+    configs = kubernetes.tf_configs(objects)
+    services = {item["metadata"]["name"]: item["spec"]["ports"][0]["port"]
+                for item in objects if item["kind"] == "Service"}
+    clusters = {json.dumps(config["cluster"], sort_keys=True) for config in configs.values()}
+    assert len(clusters) == 1, f"the containers' TF_CONFIGs describe {len(clusters)} different clusters; expected one."
+    cluster = configs[next(iter(configs))]["cluster"]
+    tasks = {f"{job}:{index}": address for job, addresses in cluster.items() for index, address in enumerate(addresses)}
+    assert set(configs) == set(tasks), (f"tasks in the cluster {sorted(tasks)} but containers for {sorted(configs)}: "
+                                        "every task needs exactly one container.")
+    for task, address in tasks.items():
+        host, port = address.rsplit(":", 1)
+        assert services.get(host) == int(port), (
+            f"{task}'s address {address} is not a Service's DNS name and port (Services: {services}).")
+    return len(tasks)
