@@ -47,7 +47,9 @@ def points(grid: dict[str, list]) -> list[dict]:
 
 def point_name(index, point):
     """A directory name for a point, e.g. ``02-num_workers=2-num_steps=400``."""
-    parts = [f"{index:02d}"] + [f"{name}={value}" for name, value in point.items()]
+    def text(value):
+        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+    parts = [f"{index:02d}"] + [f"{name}={text(value)}" for name, value in point.items()]
     return re.sub(r"[^A-Za-z0-9_.=,+-]", "_", "-".join(parts))
 
 
