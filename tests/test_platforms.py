@@ -1,5 +1,6 @@
 """The README's platform table agrees with scripts/check_platforms.py, and the kit works without `ss`."""
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,3 +51,15 @@ def test_without_ss_the_compression_table_shows_payload_bytes_and_na(no_ss):
     result = compression.Result("top-k 1%", True, 600, 0.9, 4088.0, 407080, 20.0, measured=None)
     table = compression.format_results([result])
     assert "4,088" in table and "n/a" in table
+
+
+def install_commands(wheelhouse):
+    done = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), "install", f"WHEELHOUSE={wheelhouse}"],
+                          capture_output=True, text=True, check=True)
+    return [line for line in done.stdout.splitlines() if "pip install" in line]
+
+
+def test_make_install_uses_the_wheelhouse_alone_when_it_holds_wheels(tmp_path):
+    assert install_commands(tmp_path) == [".venv/bin/python -m pip install --quiet  -e ."]
+    (tmp_path / "tensorflow-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl").touch()
+    assert install_commands(tmp_path) == [f".venv/bin/python -m pip install --quiet --no-index --find-links {tmp_path} -e ."]
