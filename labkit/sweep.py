@@ -110,10 +110,15 @@ def run_point(notebook, point, directory, kernel_name="pslab", records_results=T
                                        progress_bar=False)
             row.update(status="ok", error="")
         except Exception as error:  # a failed point is reported; the sweep goes on
-            first_line = (str(error).strip().splitlines() or [type(error).__name__])[-1]
-            row.update(status="failed", error=f"{type(error).__name__}: {first_line}"[:300])
+            row.update(status="failed", error=describe(error))
     row.update(seconds=round(time.monotonic() - began, 1), peak_memory_mb=round(memory.peak_bytes / 2**20))
     return row | results.load(directory)
+
+
+def describe(error):
+    """One line for results.csv: the notebook's exception and the first line of its message."""
+    name, message = getattr(error, "ename", type(error).__name__), getattr(error, "evalue", str(error))
+    return f"{name}: {(message.strip().splitlines() or [''])[0]}"[:300]
 
 
 def run(notebook, grid, out_dir, kernel_name="pslab") -> list[dict]:
