@@ -7,14 +7,20 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 KERNEL := pslab
 
-.PHONY: lab test test-defaults install kernel bench bench-report clean-runs exercises
+WHEELHOUSE := wheelhouse
+
+.PHONY: lab test test-defaults install kernel bench bench-report clean-runs exercises \
+	check-setup check-platforms test-offline-install
 
 install: $(STAMP)
+
+# With a wheelhouse (`make wheelhouse`), install from it alone: no network needed.
+PIP_SOURCE = $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE))
 
 # Re-install whenever the pinned dependencies change.
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet $(PIP_SOURCE) -e .
 	$(MAKE) kernel
 	touch $(STAMP)
 
@@ -47,6 +53,24 @@ bench: install
 # The performance sweep through notebook 08 (papermill): executed notebook, CSV/JSON, plot.
 bench-report: install
 	$(PY) -m labkit.cli bench --report --out runs/bench/report
+
+# The workshop pre-flight: one PASS/WARN/FAIL line per item, then a real 1-worker/1-ps cluster trains.
+check-setup: install
+	$(PY) -m labkit.cli doctor --workshop
+
+# Does the pinned stack resolve on every platform the README names? (asks the registry; minutes)
+check-platforms:
+	$(PYTHON) scripts/check_platforms.py
+
+# Every wheel `make install` needs, for this machine's platform and Python: copy the folder
+# (or the whole kit with it) to laptops without network, then `make lab` installs from it.
+$(WHEELHOUSE): pyproject.toml
+	$(PYTHON) scripts/wheelhouse.py $(WHEELHOUSE)
+
+# Builds the wheelhouse, then installs from it into a fresh venv with every index disabled and
+# imports the stack there (network-heavy once, then about 2 minutes; not part of `make test`).
+test-offline-install: $(WHEELHOUSE)
+	$(PYTHON) scripts/wheelhouse.py --check $(WHEELHOUSE)
 
 clean-runs:
 	rm -rf runs

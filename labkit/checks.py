@@ -347,7 +347,8 @@ def free_workers_took_more(closures_per_worker, slow_worker):
                              "schedule() should have given most closures to the free, faster workers.")
 
 
-# ===== lesson notebooks 00, 01, 07, 08, 09 =========================================
+# ===== lesson notebooks 00, 01, 07, 08, 09 ==================================
+
 # Each notebook assertion is one of these; tests/test_checks.py feeds each a wrong result.
 ALL_INTERFACES = {"0.0.0.0": "every IPv4 interface", "::": "every interface (IPv6, and IPv4 too on Linux)"}
 
@@ -506,3 +507,26 @@ def runs_with_its_files(process, directory):
         f"pid {process.pid} does not have the TF_CONFIG of {directory}/tf_config.json.")
     assert Path(process.cwd()).resolve() == Path(directory).resolve(), (
         f"pid {process.pid} runs in {process.cwd()}, not in {directory}.")
+
+
+# ----- Notebook 09: the Kubernetes export (labkit.kubernetes) --------------------------
+
+def kubernetes_names_consistent(objects):
+    """Every container's TF_CONFIG names the same cluster, whose every address is a Service's name and port
+    and whose every task runs in exactly one Pod or Job; return the number of tasks."""
+    from labkit import kubernetes
+
+    configs = kubernetes.tf_configs(objects)
+    services = {item["metadata"]["name"]: item["spec"]["ports"][0]["port"]
+                for item in objects if item["kind"] == "Service"}
+    clusters = {json.dumps(config["cluster"], sort_keys=True) for config in configs.values()}
+    assert len(clusters) == 1, f"the containers' TF_CONFIGs describe {len(clusters)} different clusters; expected one."
+    cluster = configs[next(iter(configs))]["cluster"]
+    tasks = {f"{job}:{index}": address for job, addresses in cluster.items() for index, address in enumerate(addresses)}
+    assert set(configs) == set(tasks), (f"tasks in the cluster {sorted(tasks)} but containers for {sorted(configs)}: "
+                                        "every task needs exactly one container.")
+    for task, address in tasks.items():
+        host, port = address.rsplit(":", 1)
+        assert services.get(host) == int(port), (
+            f"{task}'s address {address} is not a Service's DNS name and port (Services: {services}).")
+    return len(tasks)

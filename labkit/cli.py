@@ -9,7 +9,7 @@ import time
 import labkit
 from labkit import tfconfig
 from labkit.cluster import LocalCluster, pick_port, running_clusters
-from labkit import bench, exercises, export
+from labkit import bench, exercises, export, kubernetes
 
 
 def cmd_up(args):
@@ -54,6 +54,11 @@ def cmd_doctor(args):
     """Check the environment: versions, cores, memory, free ports, security facts."""
     import psutil
 
+    if args.workshop:
+        from labkit import doctor
+
+        sys.exit(0 if doctor.workshop() else 1)
+
     print(f"interpreter {sys.executable}")
     print(f"cores       {os.cpu_count()}   memory {psutil.virtual_memory().total / 2**30:.1f} GiB")
     print(f"free port   {pick_port()} (LocalCluster picks ports like this one)")
@@ -94,10 +99,32 @@ def cmd_export(args):
                          "(--chief HOST:PORT --ps HOST:PORT --worker HOST:PORT ...), exactly one of the two.")
     cluster = export.load_cluster(args.cluster) if args.cluster else \
         export.cluster_from_flags(args.chief, args.ps, args.worker)
+    if args.k8s:
+        return cmd_export_k8s(args, cluster)
     plan = export.export(cluster, args.out, args.chief_command)
     print(export.format_plan(plan))
     print(f"\nWrote tf_config.json and run.sh for {len(plan)} tasks under {args.out}/<host>/<task>/. "
           "Copy each host's directory to that machine; start ps and workers first, the chief last.")
+
+
+def cmd_export_k8s(args, cluster):
+    """The same cluster as Kubernetes manifests: a Pod and headless Service per task, the chief as a Job."""
+    custom = args.chief_command != export.DEFAULT_CHIEF_COMMAND
+    chief_command = args.chief_command if custom else kubernetes.DEFAULT_CHIEF_COMMAND
+    objects = kubernetes.manifests(cluster, args.image, args.name, chief_command)
+    path = kubernetes.write(objects, args.out, args.name)
+    print(f"Wrote {len(objects)} Kubernetes objects to {path}; start them with: kubectl apply -f {path}")
+    for task, config in kubernetes.tf_configs(objects).items():
+        print(f"  {task:<9} TF_CONFIG cluster {json.dumps(config['cluster'])}")
+
+
+def cmd_sweep(args):
+    """Run a notebook over a grid of parameters with papermill and gather its results into results.csv."""
+    from labkit import sweep
+
+    rows = sweep.run(args.notebook, sweep.parse_parameters(args.parameter), args.out, args.kernel)
+    if any(row["status"] != "ok" for row in rows):
+        sys.exit(1)
 
 
 def cmd_bench(args):
@@ -143,6 +170,9 @@ def main(argv=None):
     up.set_defaults(run=cmd_up)
     status.set_defaults(run=cmd_status)
     tf_config.set_defaults(run=cmd_tf_config)
+    doctor.add_argument("--workshop", action="store_true",
+                        help="the pre-flight for a workshop: one PASS/WARN/FAIL line per item, then a real "
+                             "1-worker/1-ps cluster trains a few steps (about a minute)")
     doctor.set_defaults(run=cmd_doctor)
     demo.set_defaults(run=cmd_demo)
     export_parser = commands.add_parser("export", help=cmd_export.__doc__, description=cmd_export.__doc__,
@@ -158,7 +188,21 @@ def main(argv=None):
                                help="the training program the chief runs (default: %(default)s)")
     export_parser.add_argument("--out", metavar="DIR", default="cluster-export",
                                help="a new or empty directory to write (default: %(default)s)")
+    export_parser.add_argument("--k8s", action="store_true",
+                               help="write Kubernetes manifests (kubernetes.yaml) instead of per-host files")
+    export_parser.add_argument("--image", help="--k8s: the container image with labkit (see the Dockerfile)")
+    export_parser.add_argument("--name", default=kubernetes.DEFAULT_NAME,
+                               help="--k8s: prefix of every object and DNS name (default: %(default)s)")
     export_parser.set_defaults(run=cmd_export)
+    sweep_parser = commands.add_parser("sweep", help=cmd_sweep.__doc__, description=cmd_sweep.__doc__,
+                                       epilog="e.g. labkit sweep notebooks/03_custom_training_loop.ipynb "
+                                              "-p num_workers 1 2 -p num_steps 200 400 --out runs/sweep03")
+    sweep_parser.add_argument("notebook", help="the notebook to run (its cell tagged parameters lists what -p can set)")
+    sweep_parser.add_argument("-p", "--parameter", nargs="+", action="append", default=[],
+                              metavar=("NAME", "VALUE"), help="a parameter and its values (repeat -p per parameter)")
+    sweep_parser.add_argument("--out", required=True, metavar="DIR", help="a new directory for the runs and results.csv")
+    sweep_parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
+    sweep_parser.set_defaults(run=cmd_sweep)
     bench_parser = commands.add_parser("bench", help=cmd_bench.__doc__, description=cmd_bench.__doc__,
                                        epilog="e.g. labkit bench --workers 1 2 --ps 1 --packing 1 10 --models mlp; "
                                               "labkit bench startup times cluster start-up")

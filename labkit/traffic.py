@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+UNAVAILABLE = ("`ss` (iproute2, Linux) is not on PATH (macOS has none), so the bytes on the PS sockets "
+               "cannot be measured here; the notebooks report the payload bytes they send instead.")
 _PID = re.compile(r"pid=(\d+)")
 _COUNTER = re.compile(r"\b(bytes_received|bytes_acked):(\d+)")
 
@@ -41,8 +43,7 @@ def available():
 def process_traffic(pids):
     """Bytes received and sent so far over the open TCP connections of these processes."""
     if not available():
-        raise RuntimeError("`ss` (from iproute2, Linux) is needed to read TCP counters; "
-                           "install iproute2 or use the analytic byte counts instead.")
+        raise RuntimeError(f"{UNAVAILABLE} On Linux, install iproute2 to measure them.")
     output = subprocess.run(["ss", "-tinpH", "state", "established"],
                             capture_output=True, text=True, check=True).stdout
     wanted, owner = {int(pid) for pid in pids}, None

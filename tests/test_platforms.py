@@ -1,0 +1,65 @@
+"""The README's platform table agrees with scripts/check_platforms.py, and the kit works without `ss`."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labkit import bench, compression, traffic
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+import check_platforms  # noqa: E402
+
+
+def test_the_platform_check_asks_for_every_pin_of_pyproject():
+    pins = check_platforms.pins()
+    assert "tensorflow==2.21.0" in pins and all("==" in pin for pin in pins)
+
+
+def test_the_readme_table_lists_every_checked_platform_as_the_check_expects():
+    readme = (ROOT / "README.md").read_text()
+    rows = [line for line in readme[readme.index("## Platforms"):].splitlines() if line.startswith("| ")]
+    for name, (label, _, installs) in check_platforms.PLATFORMS.items():
+        row = next((row for row in rows if row.startswith(f"| {label} |")), None)
+        assert row is not None, f"the README's platform table has no row for {name} ({label})"
+        assert ("**none**" not in row) == installs, f"the README row for {name} disagrees with the check: {row}"
+
+
+@pytest.fixture
+def no_ss(monkeypatch):
+    """PATH without `ss`, as on macOS."""
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
+    assert not traffic.available()
+
+
+def test_without_ss_traffic_says_why_and_what_the_notebooks_report_instead(no_ss):
+    with pytest.raises(RuntimeError, match="not on PATH .* payload bytes"):
+        traffic.process_traffic([os.getpid()])
+
+
+def test_without_ss_the_benchmark_meter_measures_time_and_cpu_but_no_bytes(no_ss):
+    meter = bench.Meter({"self": os.getpid()}, ps_pids=[os.getpid()])
+    meter.begin()
+    sum(range(100_000))
+    meter.end()
+    assert meter.bytes is None and len(meter.seconds) == 1 and meter.cpu_seconds["self"] >= 0
+
+
+def test_without_ss_the_compression_table_shows_payload_bytes_and_na(no_ss):
+    result = compression.Result("top-k 1%", True, 600, 0.9, 4088.0, 407080, 20.0, measured=None)
+    table = compression.format_results([result])
+    assert "4,088" in table and "n/a" in table
+
+
+def install_commands(wheelhouse):
+    done = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), "install", f"WHEELHOUSE={wheelhouse}"],
+                          capture_output=True, text=True, check=True)
+    return [line for line in done.stdout.splitlines() if "pip install" in line]
+
+
+def test_make_install_uses_the_wheelhouse_alone_when_it_holds_wheels(tmp_path):
+    assert install_commands(tmp_path) == [".venv/bin/python -m pip install --quiet  -e ."]
+    (tmp_path / "tensorflow-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl").touch()
+    assert install_commands(tmp_path) == [f".venv/bin/python -m pip install --quiet --no-index --find-links {tmp_path} -e ."]
