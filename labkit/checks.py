@@ -530,3 +530,35 @@ def kubernetes_names_consistent(objects):
         assert services.get(host) == int(port), (
             f"{task}'s address {address} is not a Service's DNS name and port (Services: {services}).")
     return len(tasks)
+
+def beats_baseline(perplexity, baselines, baseline):
+    """The model's ``perplexity`` is below the ``baseline`` entry of ``baselines`` (e.g. "bigram")."""
+    if baseline not in baselines:
+        raise ValueError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines)}.")
+    if not perplexity < baselines[baseline]:
+        raise AssertionError(f"validation perplexity {perplexity:.2f} does not beat the {baseline} baseline "
+                             f"({baselines[baseline]:.2f}): train for more steps.")
+
+
+def lookup_sends_rows(lookup_bytes, rows_bytes):
+    """An embedding lookup's bytes are those of one row per token (within RPC overhead), not fewer."""
+    if not 0.9 * rows_bytes <= lookup_bytes <= 1.5 * rows_bytes:
+        raise AssertionError(f"a lookup sent {lookup_bytes:,.0f} bytes, expected about {rows_bytes:,} "
+                             "(one row per token of the batch): did the lookup run on the parameter servers?")
+
+
+def fit_ran_every_input(steps_by_input, steps_per_epoch):
+    """``model.fit`` ran ``steps_per_epoch`` steps for every kind of input in ``steps_by_input``."""
+    wrong = {kind: steps for kind, steps in steps_by_input.items() if steps != steps_per_epoch}
+    if wrong:
+        raise AssertionError(f"expected {steps_per_epoch} steps for every input, got {wrong}.")
+
+
+def waited_in_the_strategy(result):
+    """A snippet program (``snippets.run_program``) reached the strategy's constructor and waited there."""
+    output = result.output
+    if "creating the strategy" not in output:
+        raise AssertionError(f"the program never reached the strategy ({result}): it failed or was "
+                             "stopped earlier, e.g. while importing TensorFlow; give it more time.")
+    if "connected" in output or "still creating the strategy" not in output:
+        raise AssertionError(f"the program did not wait in ParameterServerStrategy(...): {result}")

@@ -1,9 +1,10 @@
 """Keras ``model.fit`` on a parameter-server cluster (Keras 2 / tf_keras).
 
-With ParameterServerStrategy, ``model.fit`` needs a ``DatasetCreator`` (each
-worker builds its own input pipeline from ``dataset_fn``), a dataset that
-repeats, and ``steps_per_epoch``. Batch-level callbacks are not supported, so
-progress is reported once per epoch.
+With ParameterServerStrategy, ``model.fit`` needs a dataset that repeats and
+``steps_per_epoch``. It accepts a ``DatasetCreator``, ``distribute_datasets_from_function``,
+a ``tf.data.Dataset`` or arrays; with a ``dataset_fn`` (the first two) each worker
+builds its own pipeline and can fold its index into the shuffle seed. Batch-level
+callbacks are not supported, so progress is reported once per epoch.
 """
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import numpy as np

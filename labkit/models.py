@@ -80,6 +80,26 @@ def perplexity(model, ids, sequence_length, max_windows=512):
     return float(np.exp(np.mean(losses)))
 
 
+def count_model_perplexities(corpus, sequence_length, max_windows=512, smoothing=0.1):
+    """Validation perplexities of count models, on the same targets as ``perplexity`` scores.
+
+    uniform: every token equally likely (perplexity = vocabulary size); unigram: token
+    frequencies of the training text; bigram: frequencies of the token after the previous
+    one. Counts get ``smoothing`` added, so unseen pairs are not impossible. A language
+    model must beat these to have learned more than letter frequencies.
+    """
+    size, train_ids = len(corpus.vocabulary), np.asarray(corpus.train_ids)
+    windows = token_windows(corpus.validation_ids, sequence_length, max_windows)
+    previous, targets = windows[:, :-1].ravel(), windows[:, 1:].ravel()
+    unigram = (np.bincount(train_ids, minlength=size) + smoothing) / (len(train_ids) + smoothing * size)
+    pairs = np.zeros((size, size))
+    np.add.at(pairs, (train_ids[:-1], train_ids[1:]), 1)
+    bigram = (pairs + smoothing) / (pairs.sum(axis=1, keepdims=True) + smoothing * size)
+    return {"uniform": float(size),
+            "unigram": float(np.exp(-np.mean(np.log(unigram[targets])))),
+            "bigram": float(np.exp(-np.mean(np.log(bigram[previous, targets]))))}
+
+
 def generate(model, corpus, prompt, length, sequence_length, temperature=0.8, seed=0):
     """Continue ``prompt`` by ``length`` characters, sampling one next character at a time."""
     rng = np.random.default_rng(seed)

@@ -20,8 +20,8 @@ SMOKE_PARAMETERS = {
     "02_strategy_and_mnist.ipynb": SMALL_TRAINING,
     "03_custom_training_loop.ipynb": {"num_workers": 2, "num_ps": 2, "num_steps": 200,
                                       "timing_steps": 100, "target_accuracy": 0.8},
-    # The LM's validation perplexity must still fall at least 2x (asserted inside).
-    "04_mini_transformer_lm.ipynb": {"num_steps": 200, "sample_length": 60, "min_perplexity_drop": 2.0},
+    # 200 steps: the LM must still beat the unigram count model (the learner run asserts the bigram).
+    "04_mini_transformer_lm.ipynb": {"num_steps": 200, "sample_length": 60, "must_beat": "unigram"},
     # Top-k with error feedback must still push >= 50x fewer bytes, within 5 points (asserted inside).
     "05_gradient_compression.ipynb": {"num_steps": 300, "top_k_ratios": [0.005], "max_accuracy_loss": 0.05},
     # Plain async must still lose >= 5 points at delay 16, and alpha/tau win back half (asserted inside).

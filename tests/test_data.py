@@ -110,3 +110,43 @@ def test_the_shard_check_rejects_a_variable_left_whole():
 
     with pytest.raises(AssertionError, match="1 shard"):
         checks.split_into_shards(tf.Variable(tf.zeros([784, 128]), name="kernel"), num_ps=2)
+
+
+def test_count_model_baselines_and_the_baseline_check():
+    from labkit import checks, models
+    from labkit.data import load_text_corpus
+
+    baselines = models.count_model_perplexities(load_text_corpus(), sequence_length=64)
+    assert baselines["uniform"] == 101
+    assert baselines["uniform"] > baselines["unigram"] > baselines["bigram"] > 1
+    checks.beats_baseline(9.0, baselines, "bigram")
+    with pytest.raises(AssertionError, match="does not beat the bigram baseline"):
+        checks.beats_baseline(baselines["bigram"] + 0.5, baselines, "bigram")
+    with pytest.raises(ValueError, match="use one of uniform, unigram, bigram"):
+        checks.beats_baseline(9.0, baselines, "trigram")
+
+
+def test_the_lookup_check_rejects_deduplicated_or_whole_table_traffic():
+    from labkit import checks
+
+    checks.lookup_sends_rows(540_000, rows_bytes=524_288)
+    with pytest.raises(AssertionError, match="expected about 524,288"):
+        checks.lookup_sends_rows(26_000, rows_bytes=524_288)  # only the table's bytes
+
+
+def test_the_notebook_02_checks_reject_wrong_results():
+    from labkit import checks
+    from labkit.snippets import ProgramResult
+
+    checks.fit_ran_every_input({"DatasetCreator": 5, "tf.data.Dataset": 5}, steps_per_epoch=5)
+    with pytest.raises(AssertionError, match="got {'tf.data.Dataset': 0}"):
+        checks.fit_ran_every_input({"DatasetCreator": 5, "tf.data.Dataset": 0}, steps_per_epoch=5)
+
+    waited = ProgramResult(3, 30.0, "creating the strategy\nstill creating the strategy after 20 s", False)
+    checks.waited_in_the_strategy(waited)
+    import_too_slow = ProgramResult(None, 20.0, "", True)
+    with pytest.raises(AssertionError, match="never reached the strategy"):
+        checks.waited_in_the_strategy(import_too_slow)
+    connected = ProgramResult(0, 9.0, "creating the strategy\nconnected", False)
+    with pytest.raises(AssertionError, match="did not wait"):
+        checks.waited_in_the_strategy(connected)
