@@ -237,11 +237,20 @@ def slowed(dataset, milliseconds):
 
 
 def worker_batches(data, batch_size, seed, straggler=None, straggler_ms=0):
-    """A ``dataset_fn``: MNIST batches, a different shuffle on each worker; worker ``straggler`` slowed."""
+    """A ``dataset_fn``: MNIST batches in a different order on each worker; worker ``straggler`` slowed.
+
+    Each worker and epoch gets its own stateless permutation, with the worker index in its seed.
+    """
+    size = len(data.x_train)
+
     def dataset_fn():
-        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train))
-        dataset = dataset.shuffle(len(data.x_train), seed=1000 * seed + worker).repeat().batch(batch_size)
+        worker = tf.cast(tf.distribute.coordinator.experimental_get_current_worker_index(), tf.int64)
+
+        def example(position):
+            seeds = tf.stack([1000 * seed + worker, position // size])
+            index = tf.random.experimental.index_shuffle(position % size, seeds, size - 1)
+            return tf.gather(data.x_train, index), tf.gather(data.y_train, index)
+        dataset = tf.data.Dataset.range(2 ** 62).map(example).batch(batch_size)
         return slowed(dataset, straggler_ms) if straggler is not None and worker == straggler else dataset
     return dataset_fn
 

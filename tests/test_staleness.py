@@ -136,8 +136,53 @@ def test_on_a_real_cluster_one_worker_is_never_stale_and_two_are_when_the_window
             strategy = cluster.strategy()
             coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
             runs[workers] = staleness.train_mnist(strategy, coordinator, data, workers, num_steps=100,
-                                                  evaluate_every=100, steps_per_closure=10, straggler=0,
-                                                  straggler_ms=20)
+                                                  evaluate_every=100, steps_per_closure=1, straggler=0,
+                                                  straggler_ms=50)
             del strategy, coordinator
     print({workers: run.taus[:8].tolist() for workers, run in runs.items()})
     checks.measured_staleness(runs[1], runs[2])
+
+
+class EarlyClaimCounter(staleness.StalenessSGD):
+    """The counter issue 14 found: the claim depends only on the version read, not on the update."""
+
+    def apply(self, gradients, read_version, worker=0, read_parameters=()):
+        tau = self.version.assign_add(1) - 1 - read_version
+        for variable, gradient in zip(self.variables, gradients):
+            variable.assign_sub(self.learning_rate * gradient)
+        return tau
+
+
+def test_the_claim_check_rejects_a_counter_that_claims_before_the_update():
+    with pytest.raises(AssertionError, match="claimed without waiting for the update"):
+        checks.claims_after_update(EarlyClaimCounter)
+
+
+def run_with(taus_by_worker, dropped=0, updates=None):
+    counts = np.zeros((len(taus_by_worker), 65), np.int64)
+    for worker, taus in enumerate(taus_by_worker):
+        counts[worker, :len(taus)] = taus
+    applied = int(counts.sum()) - dropped
+    return staleness.Run("rule", "none", 0.1, counts=counts, dropped=dropped, clocks=[0] * len(taus_by_worker),
+                         updates=[applied if updates is None else updates], accuracy=[0.9])
+
+
+@pytest.mark.parametrize("alone, together, message", [
+    (run_with([[100]]), run_with([[100], [100]]), "claims its version before the update"),  # the early claim
+    (run_with([[98, 2]]), run_with([[60, 40], [90, 10]]), "one worker alone measured tau > 0"),
+])
+def test_the_measured_staleness_check_rejects_wrong_histograms(alone, together, message):
+    checks.measured_staleness(run_with([[100]]), run_with([[60, 40], [90, 10]]))  # a plausible pair passes
+    with pytest.raises(AssertionError, match=message):
+        checks.measured_staleness(alone, together)
+
+
+@pytest.mark.parametrize("run, message", [
+    (run_with([[50, 20, 10, 5]], dropped=0), "drop exactly those"),
+    (run_with([[50, 20, 10, 5]], dropped=15, updates=85), "must not claim a version"),
+    (run_with([[85]]), "no update measured tau > 0"),
+])
+def test_the_filter_check_rejects_wrong_runs(run, message):
+    checks.filtered(run_with([[50, 20, 10, 5]], dropped=15), 1)  # 10 + 5 beyond tau 1, dropped, not claimed
+    with pytest.raises(AssertionError, match=message):
+        checks.filtered(run, 1)
