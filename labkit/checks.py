@@ -8,6 +8,7 @@ import os
 import socket
 import time
 
+import numpy as np
 import psutil
 import tensorflow as tf
 
@@ -306,3 +307,37 @@ def filtered(run, max_tau):
     applied = int(run.counts.sum()) - run.dropped
     assert run.updates[-1] == applied, (f"the version is {run.updates[-1]}, but {applied} updates were applied: "
                                         "a dropped update must not claim a version.")
+
+
+def ssp_waited(ssp, unbounded, bound):
+    """An SSP run dropped nothing, waited (if the run without SSP drifted beyond the bound), and kept
+    the workers' clocks within bound + 1 of each other (one more per wait that timed out)."""
+    assert ssp.dropped == 0, f"SSP dropped {ssp.dropped} updates: SSP makes fast workers wait, it drops nothing."
+    drift = max(unbounded.clocks) - min(unbounded.clocks)
+    if drift > bound + 1:
+        assert ssp.waited_seconds > 0, (f"without SSP the workers' clocks drifted {drift} apart, yet under SSP "
+                                        f"(bound {bound}) no worker waited: the wait never ran.")
+    spread = max(ssp.clocks) - min(ssp.clocks)
+    assert spread <= bound + 1 + ssp.timeouts, (f"under SSP with bound {bound} the clocks ended {spread} apart "
+                                                f"({ssp.clocks}) with {ssp.timeouts} timeouts: a worker ran ahead "
+                                                "without waiting.")
+
+
+def stale_sgd_comparison(fresh, plain, aware, min_gap):
+    """Final accuracies over seeds: plain async at an injected delay loses at least ``min_gap`` and
+    three standard errors against tau = 0; the staleness-aware rule wins back at least half of
+    that, also by more than three standard errors."""
+    fresh, plain, aware = (np.asarray(a, float) for a in (fresh, plain, aware))
+    if min(len(fresh), len(plain), len(aware)) < 2:
+        raise ValueError("compare accuracies over at least 2 seeds (3 or more for a usable spread).")
+
+    def standard_error(a, b):
+        return math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    gap = fresh.mean() - plain.mean()
+    margin = max(min_gap, 3 * standard_error(fresh, plain))
+    assert gap >= margin, (f"plain async lost only {gap:.3f} against tau = 0 (needed {margin:.3f}: "
+                           f"min_accuracy_gap or 3 standard errors over seeds): raise the learning rate or the delay.")
+    won = aware.mean() - plain.mean()
+    needed = max(gap / 2, 3 * standard_error(aware, plain))
+    assert won >= needed, (f"the staleness-aware rule won back {won:.3f} of the {gap:.3f} plain async lost "
+                           f"(needed {needed:.3f}: half of it, and 3 standard errors over seeds).")

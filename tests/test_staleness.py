@@ -186,3 +186,33 @@ def test_the_filter_check_rejects_wrong_runs(run, message):
     checks.filtered(run_with([[50, 20, 10, 5]], dropped=15), 1)  # 10 + 5 beyond tau 1, dropped, not claimed
     with pytest.raises(AssertionError, match=message):
         checks.filtered(run, 1)
+
+
+def ssp_run(clocks, dropped=0, waited_seconds=1.0, timeouts=0):
+    run = run_with([[90, 10]], dropped=dropped)
+    run.clocks, run.waited_seconds, run.timeouts = clocks, waited_seconds, timeouts
+    return run
+
+
+@pytest.mark.parametrize("ssp, message", [
+    (ssp_run([50, 52], dropped=3), "drops nothing"),
+    (ssp_run([50, 52], waited_seconds=0.0), "no worker waited"),
+    (ssp_run([40, 60]), "ran ahead without waiting"),
+])
+def test_the_ssp_check_rejects_runs_that_did_not_wait(ssp, message):
+    unbounded = ssp_run([30, 70], waited_seconds=0.0)
+    checks.ssp_waited(ssp_run([50, 53]), unbounded, 2)
+    with pytest.raises(AssertionError, match=message):
+        checks.ssp_waited(ssp, unbounded, 2)
+
+
+@pytest.mark.parametrize("plain, aware, message", [
+    ([0.88, 0.87, 0.89], [0.89, 0.88, 0.9], "plain async lost only"),             # staleness did no harm
+    ([0.1, 0.9, 0.1], [0.8, 0.82, 0.81], "plain async lost only"),                # within the seed spread
+    ([0.1, 0.11, 0.1], [0.3, 0.32, 0.31], "won back"),                           # less than half back
+])
+def test_the_stale_sgd_comparison_rejects_small_or_noisy_differences(plain, aware, message):
+    fresh = [0.91, 0.92, 0.9]
+    checks.stale_sgd_comparison(fresh, [0.1, 0.11, 0.1], [0.85, 0.86, 0.84], 0.05)
+    with pytest.raises(AssertionError, match=message):
+        checks.stale_sgd_comparison(fresh, plain, aware, 0.05)
