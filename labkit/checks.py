@@ -299,8 +299,10 @@ def measured_staleness(alone, together, min_stale_share=0.1):
 def filtered(run, max_tau):
     """A staleness-filter run: exactly the updates more than ``max_tau`` stale were dropped, and
     the version counts the applied updates only."""
+    idle = [worker for worker, clock in enumerate(run.clocks) if clock == 0]
+    assert not idle, f"worker(s) {idle} applied no update: did they fail? (see the cluster's logs) Run it again."
     assert run.taus[1:].sum() > 0, ("no update measured tau > 0, so there was nothing to filter. With several "
-                                    "workers and a slowed one that means the version was claimed too early.")
+                                    "workers and a slowed one, look for a version claimed before the update.")
     beyond = int(run.counts[:, max_tau + 1:].sum())
     assert run.dropped == beyond, (f"the PS dropped {run.dropped} updates, but the histogram has {beyond} "
                                    f"with tau > {max_tau}: drop exactly those.")
