@@ -163,7 +163,7 @@ def run_with(taus_by_worker, dropped=0, updates=None):
     for worker, taus in enumerate(taus_by_worker):
         counts[worker, :len(taus)] = taus
     applied = int(counts.sum()) - dropped
-    return staleness.Run("rule", "none", 0.1, counts=counts, dropped=dropped, clocks=[0] * len(taus_by_worker),
+    return staleness.Run("rule", "none", 0.1, counts=counts, dropped=dropped, clocks=[10] * len(taus_by_worker),
                          updates=[applied if updates is None else updates], accuracy=[0.9])
 
 
@@ -216,3 +216,10 @@ def test_the_stale_sgd_comparison_rejects_small_or_noisy_differences(plain, awar
     checks.stale_sgd_comparison(fresh, [0.1, 0.11, 0.1], [0.85, 0.86, 0.84], 0.05)
     with pytest.raises(AssertionError, match=message):
         checks.stale_sgd_comparison(fresh, plain, aware, 0.05)
+
+
+def test_the_filter_check_names_a_worker_that_applied_nothing():
+    run = run_with([[50, 20, 10, 5], [0]], dropped=15)
+    run.clocks = [85, 0]
+    with pytest.raises(AssertionError, match=r"worker\(s\) \[1\] applied no update"):
+        checks.filtered(run, 1)
