@@ -1,16 +1,27 @@
-"""Stale gradients: measure them on the parameter servers and scale updates by them.
+"""Stale gradients: measure them where they happen, and the published ways to live with them.
 
-A *version counter* on the PS counts applied updates. A worker reads it just before
-it reads the parameters; when its gradient is applied, the PS claims the next
-version and computes the staleness
+A *version counter* on the PS counts applied updates. A worker reads it just before it
+reads the parameters. When the worker's gradient exists, the PS reads the counter again:
 
-    tau = (versions claimed before this update) - (version the worker read)
+    tau = (updates applied by now) - (version the worker read)
 
-that is, exactly the number of updates applied in between. Everything happens in
-the PS-side part of the step function, per update, not in coordinator Python.
+the number of updates that landed in between. The update is applied, and only *after*
+its ``assign_sub`` ops does it claim its version (adds one to the counter). A claim
+that depends only on the version read runs at the start of the step, before the
+gradient exists, and measures tau = 0 whatever happens. An update that a rule drops
+claims nothing: the version counts applied updates only.
 
-``delay`` adds a gradient delay buffer on the PS: each gradient waits ``delay``
-steps before it is applied, so with one worker tau is exactly ``delay``.
+Ways to inject and to bound staleness, all on the PS:
+
+- ``delay=D``: a buffer holds each gradient back, D updates exactly (one worker: tau = D);
+  with ``random_delay=True`` each arrival releases a random waiting gradient instead
+  (one worker: tau geometric with mean D), since real delays vary.
+- ``ssp_bound=s``: stale synchronous parallel (Ho et al., NIPS 2013). Each worker has a
+  clock on the PS (its finished steps); a worker more than ``s`` clocks ahead of the
+  slowest *waits* before its step. The wait polls and gives up after ``max_wait_ms``, so
+  a worker whose peers get no more closures cannot hang the coordinator's ``join()``.
+- rules (``scale(tau)``, ``correct(...)``): plain async, alpha/max(1,tau), alpha/(1+tau),
+  a staleness filter that drops updates above a bound, and DC-ASGD.
 """
 import time
 from dataclasses import dataclass, field
@@ -24,9 +35,13 @@ from labkit import fit, models, train
 class Constant:
     """Plain asynchronous SGD: the same learning rate whatever the staleness."""
     name = "plain async"
+    needs_read_parameters = False
 
     def scale(self, tau):
         return tf.ones_like(tau, tf.float32)
+
+    def correct(self, gradient, parameters_now, parameters_read):
+        return gradient
 
 
 class InverseTau(Constant):
@@ -45,96 +60,164 @@ class InverseOnePlusTau(Constant):
         return 1.0 / (1.0 + tf.cast(tau, tf.float32))
 
 
-class Bounded(Constant):
-    """Bounded staleness (SSP, Ho et al. 2013): drop an update whose tau exceeds ``bound``."""
+class StalenessFilter(Constant):
+    """Drop an update whose tau exceeds ``max_tau``; apply the others as they are.
 
-    def __init__(self, bound):
-        if bound < 0:
-            raise ValueError(f"bound must be >= 0 updates, got {bound}")
-        self.bound, self.name = bound, f"drop τ>{bound}"
+    This is not SSP: SSP makes a fast worker wait and drops nothing (``ssp_bound``).
+    """
+
+    def __init__(self, max_tau):
+        if max_tau < 0:
+            raise ValueError(f"max_tau must be >= 0 updates, got {max_tau}")
+        self.max_tau, self.name = max_tau, f"drop τ>{max_tau}"
 
     def scale(self, tau):
-        return tf.cast(tau <= self.bound, tf.float32)
+        return tf.cast(tau <= self.max_tau, tf.float32)
+
+
+class DelayCompensated(Constant):
+    """DC-ASGD (Zheng et al., ICML 2017): g + λ·g⊙g⊙(w_now − w_read), a cheap Hessian correction."""
+    needs_read_parameters = True
+
+    def __init__(self, strength):
+        if strength < 0:
+            raise ValueError(f"strength (λ) must be >= 0, got {strength}")
+        self.strength, self.name = strength, f"DC-ASGD λ={strength:g}"
+
+    def correct(self, gradient, parameters_now, parameters_read):
+        return gradient + self.strength * gradient * gradient * (parameters_now - parameters_read)
 
 
 class StalenessSGD:
-    """SGD on the PS with a version counter, a staleness histogram and a learning-rate rule.
+    """SGD on the PS with a version counter, a staleness histogram, a rule, and optional SSP.
 
     Create it under ``strategy.scope()``. ``histogram[w, t]`` counts updates from
-    worker ``w`` applied with staleness ``t`` (the last bin also counts larger ones);
-    ``dropped`` counts updates a rule scaled to zero.
+    worker ``w`` that reached the PS with staleness ``t`` (the last bin also counts
+    larger ones); ``dropped`` counts those a rule scaled to zero.
     """
 
-    def __init__(self, variables, rule=Constant(), learning_rate=0.1, delay=0, num_workers=1, max_tau=64):
+    def __init__(self, variables, rule=Constant(), learning_rate=0.1, delay=0, num_workers=1, max_tau=64,
+                 random_delay=False, ssp_bound=None, max_wait_ms=2000, poll_ms=2, seed=0):
         if delay < 0:
             raise ValueError(f"delay must be >= 0 steps, got {delay}")
-        self.variables, self.rule, self.learning_rate, self.delay = list(variables), rule, learning_rate, delay
-        self.version = tf.Variable(0, dtype=tf.int64, trainable=False, name="version")
+        if random_delay and not delay:
+            raise ValueError("random_delay=True needs a mean delay: pass delay=D with D >= 1")
+        if ssp_bound is not None and ssp_bound < 0:
+            raise ValueError(f"ssp_bound must be >= 0 clocks (or None for no SSP), got {ssp_bound}")
+        self.variables, self.rule, self.learning_rate = list(variables), rule, learning_rate
+        self.delay, self.random_delay, self.seed = delay, random_delay, seed
+        self.ssp_bound, self.poll_ms = ssp_bound, poll_ms
+        self.max_polls = max(1, round(max_wait_ms / poll_ms))
+        counter = dict(dtype=tf.int64, trainable=False)
+        self.version = tf.Variable(0, name="version", **counter)
         self.histogram = tf.Variable(tf.zeros([num_workers, max_tau + 1], tf.int64), trainable=False)
-        self.dropped = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.dropped = tf.Variable(0, **counter)
+        self.clocks = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False)  # steps finished
+        self.polls = tf.Variable(0, **counter)      # SSP: poll intervals spent waiting
+        self.timeouts = tf.Variable(0, **counter)   # SSP: waits that gave up
         if delay:
-            self.arrivals = tf.Variable(0, dtype=tf.int64, trainable=False)
+            self.arrivals = tf.Variable(0, **counter)
+            self.waiting_versions = tf.Variable(tf.fill([delay], tf.constant(-1, tf.int64)), trainable=False)
             self.waiting = [tf.Variable(tf.zeros([delay, *v.shape]), trainable=False) for v in self.variables]
-            self.waiting_versions = tf.Variable(tf.zeros([delay], tf.int64), trainable=False)
+            self.waiting_read = [tf.Variable(tf.zeros([delay, *v.shape]), trainable=False)
+                                 for v in self.variables] if rule.needs_read_parameters else []
 
-    def read_version(self):
-        """The version a worker reads before it reads the parameters."""
-        return self.version.read_value()
+    def begin_step(self, worker):
+        """Wait if SSP says so, then read the version (before the parameters are read)."""
+        if self.ssp_bound is None:
+            return self.version.read_value()
+        with tf.control_dependencies([self._wait_for_slowest(worker)]):
+            return self.version.read_value()
 
-    def apply(self, gradients, read_version, worker=0):
+    def _wait_for_slowest(self, worker):
+        def too_far_ahead(polls):
+            ahead = self.clocks[worker] - tf.reduce_min(self.clocks)
+            return (ahead > self.ssp_bound) & (polls < self.max_polls)
+
+        def poll(polls):
+            with tf.control_dependencies([pause(self.poll_ms)]):
+                return (polls + 1,)
+
+        (polls,) = tf.while_loop(too_far_ahead, poll, (tf.constant(0, tf.int64),))
+        return tf.group(self.polls.assign_add(polls),
+                        self.timeouts.assign_add(tf.cast(polls >= self.max_polls, tf.int64)))
+
+    def read_parameters(self):
+        """The parameter values this step reads, if the rule needs them later (DC-ASGD); else []."""
+        return [tf.identity(v) for v in self.variables] if self.rule.needs_read_parameters else []
+
+    def apply(self, gradients, read_version, worker=0, read_parameters=()):
         """Apply worker ``worker``'s gradients (through the delay buffer, if any); return tau."""
+        read_parameters = list(read_parameters) or [None] * len(gradients)
         if self.delay:
-            gradients, read_version, ready = self._through_delay_buffer(gradients, read_version)
+            gradients, read_parameters, read_version, ready = self._through_delay_buffer(
+                gradients, read_parameters, read_version)
         else:
             ready = tf.constant(True)
-        claimed = tf.cast(ready, tf.int64)  # the PS hands out versions one at a time
-        tau = self.version.assign_add(claimed) - claimed - read_version
+        with tf.control_dependencies(gradients):  # the gradient exists: read how many updates landed
+            tau = self.version.read_value() - read_version
         scale = self.rule.scale(tau) * tf.cast(ready, tf.float32)
-        self.dropped.assign_add(tf.cast(ready & (scale == 0), tf.int64))
+        updates = [variable.assign_sub(self.learning_rate * scale * self.rule.correct(gradient, variable, read))
+                   for variable, gradient, read in zip(self.variables, gradients, read_parameters)]
+        applied = ready & (scale > 0)
+        with tf.control_dependencies(updates):  # the claim: only after the update has landed
+            self.version.assign_add(tf.cast(applied, tf.int64))
+            self.clocks.scatter_nd_add([[tf.cast(worker, tf.int64)]], [1])
+        self.dropped.assign_add(tf.cast(ready & ~applied, tf.int64))
         tau_bin = tf.minimum(tau, self.histogram.shape[1] - 1)
-        self.histogram.scatter_nd_add([[tf.cast(worker, tf.int64), tau_bin]], [claimed])
-        for variable, gradient in zip(self.variables, gradients):
-            variable.assign_sub(self.learning_rate * scale * gradient)
+        self.histogram.scatter_nd_add([[tf.cast(worker, tf.int64), tau_bin]], [tf.cast(ready, tf.int64)])
         return tau
 
-    def _through_delay_buffer(self, gradients, read_version):
-        """Store this gradient and its version; take out the one stored ``delay`` steps ago."""
+    def _through_delay_buffer(self, gradients, read_parameters, read_version):
+        """Store this gradient; take out the one in the slot it goes to (constant: the oldest)."""
         arrival = self.arrivals.assign_add(1) - 1
-        slot = arrival % self.delay
+        if self.random_delay:
+            slot = tf.random.stateless_uniform([], tf.stack([tf.constant(self.seed, tf.int64), arrival]),
+                                               maxval=self.delay, dtype=tf.int64)
+        else:
+            slot = arrival % self.delay
         released_version = self.waiting_versions[slot]
-        self.waiting_versions.scatter_nd_update([[slot]], [read_version])
-        released = []
-        for waiting, gradient in zip(self.waiting, gradients):
-            released.append(waiting[slot])
-            with tf.control_dependencies([released[-1]]):
-                waiting.scatter_nd_update([[slot]], [gradient])
-        return released, released_version, arrival >= self.delay
+        with tf.control_dependencies([released_version]):
+            self.waiting_versions.scatter_nd_update([[slot]], [read_version])
+        released = {}
+        for buffer_name, new_values in (("waiting", gradients), ("waiting_read", read_parameters)):
+            released[buffer_name] = []
+            for waiting, value in zip(getattr(self, buffer_name), new_values):
+                released[buffer_name].append(waiting[slot])
+                with tf.control_dependencies([released[buffer_name][-1]]):
+                    waiting.scatter_nd_update([[slot]], [value])
+        released_read = released["waiting_read"] or [None] * len(gradients)
+        return released["waiting"], released_read, released_version, released_version >= 0
 
     def staleness_counts(self):
         """numpy array [workers, tau]: how many updates each worker applied at each staleness."""
         return self.histogram.numpy()
 
 
+def pause(milliseconds):
+    """Sleep ``milliseconds`` where this op runs (inside a tf.function): one slowed dataset element."""
+    one = slowed(tf.data.Dataset.from_tensors(tf.constant(0, tf.int64)), milliseconds)
+    return one.reduce(tf.constant(0, tf.int64), lambda total, element: total + element)
+
+
 def make_train_steps(strategy, model, optimizer, steps_per_closure=1):
-    """Scheduled function: ``steps_per_closure`` steps, each reading the version before the parameters."""
-    def one_step(features, labels):
-        read_version = optimizer.read_version()
-        with tf.control_dependencies([read_version]):  # parameters are read after the version
+    """Scheduled function: ``steps_per_closure`` steps, each reading the version first.
+
+    The batch is fetched *after* the version read, so a slow input pipeline widens the
+    read→update window in which other workers' updates land.
+    """
+    def one_step(iterator):
+        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+        read_version = optimizer.begin_step(worker)
+        with tf.control_dependencies([read_version]):  # everything below happens after the read
+            read_parameters = optimizer.read_parameters()
+            features, labels = next(iterator)
             with tf.GradientTape() as tape:
                 loss = models.mean_cross_entropy(labels, model(features, training=True))
-        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        optimizer.apply(tape.gradient(loss, optimizer.variables), read_version, worker)
+        optimizer.apply(tape.gradient(loss, optimizer.variables), read_version, worker, read_parameters)
         return loss
 
-    @tf.function
-    def train_steps(iterator):
-        loss = tf.constant(0.0)
-        for _ in tf.range(steps_per_closure):
-            features, labels = next(iterator)
-            loss = strategy.run(one_step, args=(features, labels))
-        return loss
-
-    return train_steps
+    return train.pack_steps(strategy, one_step, steps_per_closure)
 
 
 def slowed(dataset, milliseconds):
@@ -153,34 +236,82 @@ def slowed(dataset, milliseconds):
     return tf.data.experimental.from_variant(variant, dataset.element_spec).with_options(options)
 
 
+def worker_batches(data, batch_size, seed, straggler=None, straggler_ms=0):
+    """A ``dataset_fn``: MNIST batches in a different order on each worker; worker ``straggler`` slowed.
+
+    Each worker and epoch gets its own stateless permutation, with the worker index in its seed.
+    """
+    size = len(data.x_train)
+
+    def dataset_fn():
+        worker = tf.cast(tf.distribute.coordinator.experimental_get_current_worker_index(), tf.int64)
+
+        def example(position):
+            seeds = tf.stack([1000 * seed + worker, position // size])
+            index = tf.random.experimental.index_shuffle(position % size, seeds, size - 1)
+            return tf.gather(data.x_train, index), tf.gather(data.y_train, index)
+        dataset = tf.data.Dataset.range(2 ** 62).map(example).batch(batch_size)
+        return slowed(dataset, straggler_ms) if straggler is not None and worker == straggler else dataset
+    return dataset_fn
+
+
 @dataclass
 class Run:
     """One training run: the rule, the injected delay, accuracy over updates, staleness counts."""
 
     rule: str
-    delay: int
+    delay: str
     learning_rate: float
+    seed: int = 0
     updates: list = field(default_factory=list)      # applied updates at each evaluation
     accuracy: list = field(default_factory=list)     # test accuracy at each evaluation
     counts: np.ndarray = None                        # [workers, tau] histogram
     dropped: int = 0
+    clocks: list = field(default_factory=list)       # steps each worker finished
+    waited_seconds: float = 0.0                      # SSP: time spent waiting (poll intervals)
+    timeouts: int = 0                                # SSP: waits that gave up
     seconds: float = 0.0
 
     @property
     def final_accuracy(self):
         return self.accuracy[-1]
 
+    @property
+    def taus(self):
+        """Staleness of every update, all workers together: counts over tau = 0, 1, 2, ..."""
+        return self.counts.sum(axis=0)
+
+    @property
+    def mean_tau(self):
+        return float(self.taus @ np.arange(len(self.taus)) / max(self.taus.sum(), 1))
+
+    @property
+    def max_tau(self):
+        return int(self.taus.nonzero()[0].max()) if self.taus.any() else 0
+
+    @property
+    def stale_share(self):
+        """Fraction of the updates with tau > 0."""
+        return float(self.taus[1:].sum() / max(self.taus.sum(), 1))
+
     def updates_to_reach(self, target):
         """Applied updates at the first evaluation with accuracy >= target (None if never)."""
         return next((u for u, a in zip(self.updates, self.accuracy) if a >= target), None)
 
 
+def delay_name(delay, random_delay=False):
+    if not delay:
+        return "none"
+    return f"random, mean {delay}" if random_delay else f"{delay}"
+
+
 def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0,
                 num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64, straggler=None,
-                straggler_ms=0, seed=0):
+                straggler_ms=0, seed=0, random_delay=False, ssp_bound=None, max_wait_ms=2000):
     """Train the MNIST MLP with StalenessSGD on the cluster; evaluate every ``evaluate_every`` steps.
 
-    Worker ``straggler`` (an index) waits ``straggler_ms`` for each batch: a slow input pipeline.
+    Worker ``straggler`` (an index) waits ``straggler_ms`` for each batch, inside its
+    read→update window: a slow input pipeline.
     """
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
@@ -188,25 +319,19 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
     tf.keras.utils.set_random_seed(seed)
     with strategy.scope():
         model = models.mnist_mlp()
-        optimizer = StalenessSGD(model.trainable_variables, rule, learning_rate, delay, num_workers)
+        optimizer = StalenessSGD(model.trainable_variables, rule, learning_rate, delay, num_workers,
+                                 random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seed)
+    batches = train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, straggler, straggler_ms))
 
-    mnist_batches = train.mnist_dataset_fn(data, batch_size, seed)
+    def evaluate():
+        return {"updates": int(optimizer.version.numpy()), "accuracy": fit.accuracy(model, data.x_test, data.y_test)}
 
-    def dataset_fn():
-        dataset = mnist_batches()
-        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        return slowed(dataset, straggler_ms) if straggler is not None and worker == straggler else dataset
-
-    batches = train.per_worker_iterator(coordinator, dataset_fn)
-    train_steps = make_train_steps(strategy, model, optimizer, steps_per_closure)
-    run = Run(rule.name, delay, learning_rate)
     began = time.perf_counter()
-    for _ in range(num_steps // evaluate_every):
-        for _ in range(evaluate_every // steps_per_closure):
-            coordinator.schedule(train_steps, args=(batches,))
-        coordinator.join()
-        run.updates.append(int(optimizer.version.numpy()))
-        run.accuracy.append(fit.accuracy(model, data.x_test, data.y_test))
-    run.seconds = time.perf_counter() - began
-    run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
-    return run
+    history = train.run(coordinator, make_train_steps(strategy, model, optimizer, steps_per_closure), batches,
+                        num_steps, steps_per_closure, log_every_steps=evaluate_every, evaluate=evaluate,
+                        description=f"{rule.name}, delay {delay_name(delay, random_delay)}, seed {seed}")
+    return Run(rule.name, delay_name(delay, random_delay), learning_rate, seed,
+               history.evaluation["updates"], history.evaluation["accuracy"], optimizer.staleness_counts(),
+               int(optimizer.dropped.numpy()), optimizer.clocks.numpy().tolist(),
+               int(optimizer.polls.numpy()) * optimizer.poll_ms / 1000, int(optimizer.timeouts.numpy()),
+               time.perf_counter() - began)

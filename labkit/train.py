@@ -49,7 +49,8 @@ def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, met
     ``loss_fn(labels, outputs)`` returns the mean loss of a batch. ``metrics`` are
     Keras metrics created under ``strategy.scope()``, updated as ``metric(labels, outputs)``.
     """
-    def one_step(features, labels):
+    def one_step(iterator):
+        features, labels = next(iterator)
         with tf.GradientTape() as tape:
             outputs = model(features, training=True)
             loss = loss_fn(labels, outputs)
@@ -59,12 +60,19 @@ def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, met
             metric.update_state(labels, outputs)
         return loss
 
+    return pack_steps(strategy, one_step, steps_per_closure)
+
+
+def pack_steps(strategy, one_step, steps_per_closure):
+    """A ``tf.function`` that runs ``one_step(iterator)`` ``steps_per_closure`` times on one worker.
+
+    ``one_step`` takes the batch from the iterator itself, so it decides what happens before the fetch.
+    """
     @tf.function
     def train_steps(iterator):
         loss = tf.constant(0.0)
         for _ in tf.range(steps_per_closure):  # step packing: one dispatch, K steps
-            features, labels = next(iterator)
-            loss = strategy.run(one_step, args=(features, labels))
+            loss = strategy.run(one_step, args=(iterator,))
         return loss
 
     return train_steps

@@ -84,9 +84,15 @@ axis.set_ylabel("seconds")
 """, "checks.plot_shows(", "not the worker counts"),
     ],
     "ex5_staleness_checks.ipynb": [
-        WrongAnswer("class BoundedStaleness", """
-        return tf.cast(tau < self.bound, tf.float32)
-""", "checks.bounded_rule(", "steps stale is still allowed"),
+        WrongAnswer("class VersionCounter", """
+        tau = self.version.assign_add(1) - 1 - read_version
+        for variable, gradient in zip(self.variables, gradients):
+            variable.assign_sub(self.learning_rate * gradient)
+        return tau
+""", "checks.claims_after_update(", "claimed without waiting for the update"),
+        WrongAnswer("class StalenessFilter", """
+        return tf.cast(tau < self.max_tau, tf.float32)
+""", "checks.filter_rule(", "steps stale is still allowed"),
     ],
 }
 NAMES = sorted(SMOKE_PARAMETERS)
