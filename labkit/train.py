@@ -57,6 +57,11 @@ def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, met
             metric.update_state(labels, outputs)
         return loss
 
+    return pack_steps(strategy, one_step, steps_per_closure)
+
+
+def pack_steps(strategy, one_step, steps_per_closure):
+    """A ``tf.function`` that runs ``one_step(features, labels)`` (returns the loss) K times on one worker."""
     @tf.function
     def train_steps(iterator):
         loss = tf.constant(0.0)
