@@ -356,7 +356,7 @@ class CompressedPulls:
     """
 
     def __init__(self, strategy, variables, compressor):
-        num_workers = strategy.cluster_resolver.cluster_spec().num_tasks("worker")
+        num_workers = strategy.extended._num_workers  # TF keeps the cluster's worker count there
         self.variables, self.compressor, self.seen, self.replicas = list(variables), compressor, [], []
         for variable in self.variables:
             value = variable.numpy()  # every replica and every seen[worker] start from the PS's value
@@ -461,7 +461,7 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
     """
     compressor = compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
-    num_workers = strategy.cluster_resolver.cluster_spec().num_tasks("worker")
+    num_workers = strategy.extended._num_workers
     with strategy.scope():
         model = models.mnist_mlp(hidden_units)
         optimizer = CompressedSGD(model.trainable_variables, compressor, learning_rate, **sgd_options)
