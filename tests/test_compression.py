@@ -92,7 +92,7 @@ def test_scaled_sign_sends_one_bit_per_value_and_keeps_every_sign(gradient):
     np.testing.assert_allclose(np.abs(dense), np.abs(gradient.numpy()).mean(), rtol=1e-6)
 
 
-def round_trips(compressor, gradient, draws=2000):
+def round_trips(compressor, gradient, draws=1000):
     round_trip = tf.function(lambda: compressor.decompress(compressor.compress(gradient), gradient.shape))
     return np.stack([round_trip().numpy() for _ in range(draws)])
 
