@@ -1,24 +1,31 @@
-"""Gradient compression that really shrinks what workers push to the parameter servers.
+"""Gradient compression both ways on the wire: what workers push and what they pull.
 
-A compressor turns a gradient into a small *payload* on the worker (``compress``) and
-turns the payload back into an update where the variable lives (``apply``, run on
-the variable's parameter server). Only the payload crosses the network:
+A compressor turns a tensor into a small *payload* (``compress``) and back (``decompress``).
+Only payloads cross the network:
 
-- sparse compressors (threshold, top-k, random-k) send values + int32 positions and
-  the PS adds them in place with a scatter op;
-- quantisers send int8 codes (or packed sign bits) + one float32 scale, and the PS
-  dequantises them.
+- **pushes**: each worker compresses its update; the PS applies the payload where the
+  variable lives (``apply``): a scatter for sparse payloads, a dequantise for codes;
+- **pulls** (``CompressedPulls``): each worker keeps its own replica of the parameters (a
+  per-worker variable). The PS keeps, per worker, what it has sent that worker so far
+  (``seen``) and sends only a compressed ``w_ps − seen``. What a pull leaves out stays in
+  that difference and goes out later: error feedback, for free.
 
-``CompressedSGD`` is a drop-in for ``optimizer.apply_gradients`` in
-``labkit.train.make_train_steps``. With ``error_feedback=True`` each worker keeps
-what compression dropped (its *residual*) in a per-worker variable and adds it to
-its next gradient (Seide et al. 2014; Karimireddy et al. 2019). The residual stays
-on the worker: it never crosses the network.
+Sparse compressors (``Threshold``, ``TopK``, ``RandomK``) send float32 values + int32
+positions; ``Int8`` sends int8 codes + a scale; ``QSGD`` (Alistarh et al. 2017) sends
+s-level codes packed into the bits they need, with one norm per bucket; ``ScaledSign``
+sends 1 bit per value.
+
+``CompressedSGD`` stands where an optimizer goes in ``labkit.train``. Its updates are in
+*update units* (learning rate × gradient), so error feedback stays exact when the learning
+rate changes. Options: error feedback (Seide et al. 2014; Karimireddy et al. 2019), momentum
+on the PS (the naive way), or DGC (Lin et al. 2018): momentum correction and factor masking
+on the worker, local gradient clipping, sparsity warm-up.
 """
 import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import tensorflow as tf
 
 from labkit import fit, models, traffic, train
@@ -29,28 +36,38 @@ def payload_bytes(payload):
     return sum(int(tf.size(t)) * t.dtype.size for t in payload.values())
 
 
+def payload_parts(compressor, shapes):
+    """Bytes per payload part (e.g. values, positions) for tensors of these shapes, summed."""
+    parts = {}
+    for shape in shapes:
+        payload = compressor.compress(tf.random.stateless_normal(shape, seed=[0, 0]))
+        for name, tensor in payload.items():
+            parts[name] = parts.get(name, 0) + int(tf.size(tensor)) * tensor.dtype.size
+    return parts
+
+
 def _payload_bytes_tensor(payload):
     return tf.add_n([tf.cast(tf.size(t), tf.int64) * t.dtype.size for t in payload.values()])
 
 
 class Compressor:
-    """No compression: the dense float32 gradient is the payload (4 bytes per value)."""
+    """No compression: the dense float32 tensor is the payload (4 bytes per value)."""
     name = "none"
 
     def compress(self, gradient):
         return {"gradient": gradient}
 
     def decompress(self, payload, shape):
-        """The dense gradient the payload stands for (used on the PS and for residuals)."""
+        """The dense tensor the payload stands for (on the PS, on a worker, for residuals)."""
         return tf.reshape(payload["gradient"], shape)
 
-    def apply(self, variable, payload, learning_rate):
-        """SGD update of ``variable`` from ``payload``, computed on the variable's device."""
+    def apply(self, variable, payload):
+        """``variable -= decompress(payload)``, computed on the variable's device."""
         with tf.device(variable.device):
-            variable.assign_sub(learning_rate * self.decompress(payload, variable.shape))
+            variable.assign_sub(self.decompress(payload, variable.shape))
 
     def bytes_per_step(self, shape):
-        """Payload bytes for a gradient of this shape (None when it depends on the values)."""
+        """Payload bytes for a tensor of this shape (None when it depends on the values)."""
         return 4 * math.prod(shape)
 
     def __repr__(self):
@@ -58,14 +75,14 @@ class Compressor:
 
 
 class _Sparse(Compressor):
-    """Send the chosen entries as float32 values + int32 positions in the flat gradient."""
+    """Send the chosen entries as float32 values + int32 positions in the flat tensor."""
 
-    def select(self, flat):
+    def select(self, flat, **options):
         raise NotImplementedError
 
-    def compress(self, gradient):
+    def compress(self, gradient, **options):
         flat = tf.reshape(gradient, [-1])
-        positions = tf.cast(self.select(flat), tf.int32)
+        positions = tf.cast(self.select(flat, **options), tf.int32)
         return {"values": tf.gather(flat, positions), "positions": positions}
 
     def decompress(self, payload, shape):
@@ -73,10 +90,10 @@ class _Sparse(Compressor):
         dense = tf.scatter_nd(payload["positions"][:, None], payload["values"], [size])
         return tf.reshape(dense, shape)
 
-    def apply(self, variable, payload, learning_rate):
+    def apply(self, variable, payload):
         with tf.device(variable.device):  # the positions become indices on the PS
             indices = tf.transpose(tf.unravel_index(payload["positions"], tf.shape(variable)))
-            variable.scatter_nd_sub(indices, learning_rate * payload["values"])
+            variable.scatter_nd_sub(indices, payload["values"])
 
 
 class Threshold(_Sparse):
@@ -96,7 +113,7 @@ class Threshold(_Sparse):
 
 
 class TopK(_Sparse):
-    """Keep the k = ceil(ratio * n) entries of largest magnitude."""
+    """Keep the k = ceil(ratio * n) entries of largest magnitude (``ratio`` may be overridden per call)."""
 
     def __init__(self, ratio=0.01):
         if not 0 < ratio <= 1:
@@ -106,8 +123,10 @@ class TopK(_Sparse):
     def k(self, size):
         return max(1, math.ceil(self.ratio * size))
 
-    def select(self, flat):
-        return tf.math.top_k(tf.abs(flat), k=self.k(flat.shape[0]), sorted=False).indices
+    def select(self, flat, ratio=None):
+        size = flat.shape[0]
+        k = self.k(size) if ratio is None else tf.maximum(1, tf.cast(tf.math.ceil(ratio * size), tf.int32))
+        return tf.math.top_k(tf.abs(flat), k=k, sorted=False).indices
 
     def bytes_per_step(self, shape):
         return 8 * self.k(math.prod(shape))
@@ -152,24 +171,67 @@ class Int8(Compressor):
         return math.prod(shape) + 4
 
 
-class QSGD(Int8):
-    """Stochastic quantisation to ``levels`` levels of |g|/‖g‖ (Alistarh et al. 2017): unbiased."""
+_BIT_WEIGHTS = tf.constant([1, 2, 4, 8, 16, 32, 64, 128], tf.int32)
 
-    def __init__(self, levels=127):
+
+def pack_bits(codes, bits):
+    """Pack int32 codes in [0, 2**bits) into a uint8 stream, ``bits`` bits per code."""
+    powers = 2 ** tf.range(bits)
+    stream = tf.reshape((codes[:, None] // powers) % 2, [-1])
+    stream = tf.pad(stream, [[0, -stream.shape[0] % 8]])
+    return tf.cast(tf.reduce_sum(tf.reshape(stream, [-1, 8]) * _BIT_WEIGHTS, axis=1), tf.uint8)
+
+
+def unpack_bits(packed, bits, count):
+    """The ``count`` int32 codes that ``pack_bits(codes, bits)`` packed."""
+    stream = tf.bitwise.bitwise_and(tf.cast(packed, tf.int32)[:, None], _BIT_WEIGHTS) > 0
+    code_bits = tf.reshape(tf.cast(tf.reshape(stream, [-1])[:count * bits], tf.int32), [count, bits])
+    return tf.reduce_sum(code_bits * 2 ** tf.range(bits), axis=1)
+
+
+class QSGD(Compressor):
+    """QSGD (Alistarh et al. 2017): s levels per bucket of d values, unbiased, bit-packed.
+
+    Each bucket sends its norm (float32) and, per value, sign × level with level in 0..s,
+    rounded up or down at random so that its expectation is |v|·s/‖bucket‖: the code
+    sign·level + s needs ceil(log2(2s + 1)) bits.
+    """
+
+    def __init__(self, levels=4, bucket_size=512):
         if not 1 <= levels <= 127:
-            raise ValueError(f"levels must be 1..127 to fit in int8, got {levels}")
-        self.levels, self.name = levels, f"qsgd {levels} levels"
+            raise ValueError(f"levels must be 1..127, got {levels}")
+        if bucket_size < 1:
+            raise ValueError(f"bucket_size must be at least 1, got {bucket_size}")
+        self.levels, self.bucket_size = levels, bucket_size
+        self.bits = math.ceil(math.log2(2 * levels + 1))
+        self.name = f"qsgd s={levels}"
 
     def compress(self, gradient):
-        norm = tf.maximum(tf.norm(gradient), 1e-30)
-        scaled = tf.abs(gradient) / norm * self.levels  # in [0, levels]
+        flat = tf.reshape(gradient, [-1])
+        size = flat.shape[0]
+        buckets = tf.reshape(tf.pad(flat, [[0, -size % self.bucket_size]]), [-1, self.bucket_size])
+        norms = tf.norm(buckets, axis=1, keepdims=True)
+        scaled = tf.abs(buckets) / tf.maximum(norms, 1e-30) * self.levels  # in [0, s]
         lower = tf.floor(scaled)
-        rounded_up = tf.cast(tf.random.uniform(tf.shape(gradient)) < scaled - lower, tf.float32)
-        codes = tf.sign(gradient) * (lower + rounded_up)
-        return {"codes": tf.cast(codes, tf.int8), "scale": norm / self.levels}
+        level = lower + tf.cast(tf.random.uniform(tf.shape(scaled)) < scaled - lower, tf.float32)
+        codes = tf.cast(tf.sign(buckets) * level, tf.int32) + self.levels  # in [0, 2s]
+        return {"codes": pack_bits(tf.reshape(codes, [-1])[:size], self.bits), "norms": norms[:, 0]}
 
+    def decompress(self, payload, shape):
+        size = math.prod(shape)
+        levels = tf.cast(unpack_bits(payload["codes"], self.bits, size) - self.levels, tf.float32)
+        buckets = tf.reshape(tf.pad(levels, [[0, -size % self.bucket_size]]), [-1, self.bucket_size])
+        values = tf.reshape(buckets * payload["norms"][:, None] / self.levels, [-1])
+        return tf.reshape(values[:size], shape)
 
-_BIT_WEIGHTS = tf.constant([1, 2, 4, 8, 16, 32, 64, 128], tf.int32)
+    def bytes_per_step(self, shape):
+        size = math.prod(shape)
+        return math.ceil(size * self.bits / 8) + 4 * math.ceil(size / self.bucket_size)
+
+    def variance_bound(self, size):
+        """The paper's bound on E‖Q(v) − v‖² / ‖v‖² (Lemma 3.1, per bucket): min(d/s², √d/s)."""
+        d = min(self.bucket_size, size)
+        return min(d / self.levels ** 2, math.sqrt(d) / self.levels)
 
 
 class ScaledSign(Compressor):
@@ -178,116 +240,273 @@ class ScaledSign(Compressor):
 
     def compress(self, gradient):
         flat = tf.reshape(gradient, [-1])
-        padding = -flat.shape[0] % 8
-        bits = tf.cast(tf.pad(flat, [[0, padding]]) >= 0, tf.int32)
-        packed = tf.reduce_sum(tf.reshape(bits, [-1, 8]) * _BIT_WEIGHTS, axis=1)
-        return {"signs": tf.cast(packed, tf.uint8), "scale": tf.reduce_mean(tf.abs(flat))}
+        return {"signs": pack_bits(tf.cast(flat >= 0, tf.int32), 1), "scale": tf.reduce_mean(tf.abs(flat))}
 
     def decompress(self, payload, shape):
-        packed = tf.cast(payload["signs"], tf.int32)[:, None]
-        bits = tf.reshape(tf.bitwise.bitwise_and(packed, _BIT_WEIGHTS) > 0, [-1])
-        signs = tf.where(bits[:math.prod(shape)], 1.0, -1.0)
+        signs = tf.where(unpack_bits(payload["signs"], 1, math.prod(shape)) > 0, 1.0, -1.0)
         return tf.reshape(signs * payload["scale"], shape)
 
     def bytes_per_step(self, shape):
         return math.ceil(math.prod(shape) / 8) + 4
 
 
-def compress_with_feedback(compressor, gradient, residual):
-    """Error feedback: compress gradient + residual; what compression dropped is the new residual."""
-    corrected = gradient + residual
-    payload = compressor.compress(corrected)
+def compress_with_feedback(compressor, update, residual, **options):
+    """Error feedback: compress update + residual; what compression dropped is the new residual.
+
+    Keep ``update`` and ``residual`` in the same units, the units applied to the variable
+    (learning rate × gradient): then the identity sent + residual = Σ updates holds for
+    any learning-rate schedule.
+    """
+    corrected = update + residual
+    payload = compressor.compress(corrected, **options)
     return payload, corrected - compressor.decompress(payload, corrected.shape)
 
 
-class CompressedSGD:
-    """Plain SGD whose gradients travel compressed; use it where an optimizer goes.
+def warmup_ratio(step, ratio, warmup_steps):
+    """DGC's sparsity warm-up: the kept ratio falls exponentially from 25 % to ``ratio`` over warmup_steps."""
+    start = max(0.25, ratio)
+    progress = tf.minimum(1.0, tf.cast(step, tf.float32) / warmup_steps)
+    return start * (ratio / start) ** progress
 
-    Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``
-    (the residuals are per-worker variables). ``pushed_bytes`` (on the PS) adds up
-    the payload bytes every worker pushed.
+
+def dgc_options(momentum=0.9, clip_norm=5.0, warmup_steps=100):
+    """CompressedSGD options for Deep Gradient Compression (Lin et al. 2018), with a TopK compressor."""
+    return {"error_feedback": True, "momentum": momentum, "momentum_correction": True,
+            "clip_norm": clip_norm, "warmup_steps": warmup_steps}
+
+
+class CompressedSGD:
+    """SGD whose updates travel compressed; use it where an optimizer goes.
+
+    Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``: the
+    worker's state (residuals, DGC velocities, its step count) is per-worker variables that
+    never cross the network. ``learning_rate`` is a number or a function of the worker's
+    step count. ``momentum`` without ``momentum_correction`` is kept on the PS (naive);
+    with it, on the worker (DGC), where the entries just sent restart their momentum
+    (factor masking). ``clip_norm`` clips each worker's gradient by global norm;
+    ``warmup_steps`` ramps a TopK's ratio exponentially from 25 % to its own.
+    ``pushed_bytes`` (on the PS) adds up the payload bytes that arrived.
     """
 
-    def __init__(self, variables, compressor, learning_rate=0.1, error_feedback=False):
-        self.compressor, self.learning_rate = compressor, learning_rate
-        self.error_feedback = error_feedback
+    def __init__(self, variables, compressor, learning_rate=0.1, error_feedback=False, momentum=0.0,
+                 momentum_correction=False, clip_norm=None, warmup_steps=0):
+        if warmup_steps and not isinstance(compressor, TopK):
+            raise ValueError(f"warmup_steps ramps a TopK's ratio; {compressor.name} has none. Use TopK or 0.")
+        if momentum_correction and not momentum:
+            raise ValueError("momentum_correction needs a momentum, e.g. momentum=0.9.")
+        self.compressor, self.learning_rate, self.error_feedback = compressor, learning_rate, error_feedback
+        self.momentum, self.momentum_correction = momentum, momentum_correction
+        self.clip_norm, self.warmup_steps = clip_norm, warmup_steps
         self.pushed_bytes = tf.Variable(0, dtype=tf.int64, trainable=False, name="pushed_bytes")
-        self.residuals = [tf.Variable(tf.zeros(v.shape), trainable=False, per_worker_variable=True)
-                          for v in variables] if error_feedback else None
+        self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, per_worker_variable=True)
+
+        def per_worker_zeros():
+            return [tf.Variable(tf.zeros(v.shape), trainable=False, per_worker_variable=True) for v in variables]
+        self.residuals = per_worker_zeros() if error_feedback else None
+        self.velocities = per_worker_zeros() if momentum_correction else None
+        self.ps_velocities = [tf.Variable(tf.zeros(v.shape), trainable=False) for v in variables] \
+            if momentum and not momentum_correction else None
 
     def apply_gradients(self, gradients_and_variables):
+        gradients, variables = zip(*gradients_and_variables)
+        if self.clip_norm:
+            gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm)
+        step = tf.convert_to_tensor(self.steps)
+        self.steps.assign(step + 1)
+        learning_rate = self.learning_rate(step) if callable(self.learning_rate) else self.learning_rate
+        options = {"ratio": warmup_ratio(step, self.compressor.ratio, self.warmup_steps)} if self.warmup_steps else {}
         pushed = []
-        for i, (gradient, variable) in enumerate(gradients_and_variables):
+        for i, (gradient, variable) in enumerate(zip(gradients, variables)):
+            if self.momentum_correction:
+                velocity = self.momentum * self.velocities[i] + gradient
+                gradient = velocity
+            update = learning_rate * gradient
             if self.error_feedback:
-                payload, new_residual = compress_with_feedback(self.compressor, gradient, self.residuals[i])
+                payload, new_residual = compress_with_feedback(self.compressor, update, self.residuals[i], **options)
                 self.residuals[i].assign(new_residual)
             else:
-                payload = self.compressor.compress(gradient)
-            self.compressor.apply(variable, payload, self.learning_rate)
-            pushed.append(_payload_bytes_tensor(payload))
-        self.pushed_bytes.assign_add(tf.add_n(pushed))
+                payload = self.compressor.compress(update, **options)
+            if self.momentum_correction:  # factor masking
+                sent = self.compressor.decompress(payload, variable.shape) != 0
+                self.velocities[i].assign(tf.where(sent, 0.0, velocity))
+            pushed.append(self._apply(i, variable, payload))
+        with tf.device(self.pushed_bytes.device):
+            self.pushed_bytes.assign_add(tf.add_n(pushed))
 
-    def bytes_per_step(self, variables):
-        """Payload bytes of one step, or None if they depend on the gradient's values."""
-        sizes = [self.compressor.bytes_per_step(tuple(v.shape)) for v in variables]
-        return None if None in sizes else sum(sizes)
+    def _apply(self, i, variable, payload):
+        """Apply one payload on the variable's PS; return its byte count (computed there too)."""
+        with tf.device(variable.device):
+            if self.ps_velocities:
+                velocity = self.ps_velocities[i]
+                velocity.assign(self.momentum * velocity + self.compressor.decompress(payload, variable.shape))
+                variable.assign_sub(velocity)
+            else:
+                self.compressor.apply(variable, payload)
+            return _payload_bytes_tensor(payload)
+
+
+class CompressedPulls:
+    """Each worker reads its own replica of ``variables``, kept up to date by compressed differences.
+
+    Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``. Each pull,
+    on the PS: ``payload = compress(w_ps − seen[worker])`` and ``seen[worker] += decompress(payload)``;
+    on the worker: ``replica += decompress(payload)``. ``seen[worker]`` and the replica stay
+    equal, and what a pull left out is still in ``w_ps − seen[worker]`` for the next one.
+    ``pulled_bytes`` (on the PS) adds up the payload bytes sent.
+    """
+
+    def __init__(self, strategy, variables, compressor):
+        num_workers = strategy.extended._num_workers  # TF keeps the cluster's worker count there
+        self.variables, self.compressor, self.seen, self.replicas = list(variables), compressor, [], []
+        for variable in self.variables:
+            value = variable.numpy()  # every replica and every seen[worker] start from the PS's value
+            self.replicas.append(tf.Variable(value, trainable=False, per_worker_variable=True))
+            with strategy.extended.colocate_vars_with(variable):
+                self.seen.append(tf.Variable(np.repeat(value[None], num_workers, axis=0), trainable=False))
+        self.pulled_bytes = tf.Variable(0, dtype=tf.int64, trainable=False, name="pulled_bytes")
+
+    def pull(self):
+        """On a worker: bring its replica up to date; return the replica's new values (tensors)."""
+        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+        values, sent = [], []
+        for variable, seen, replica in zip(self.variables, self.seen, self.replicas):
+            with tf.device(variable.device):
+                payload = self.compressor.compress(variable - tf.gather(seen, worker))
+                change = self.compressor.decompress(payload, variable.shape)
+                seen.scatter_nd_add(tf.reshape(worker, [1, 1]), change[None])
+                sent.append(_payload_bytes_tensor(payload))
+            value = tf.convert_to_tensor(replica) + self.compressor.decompress(payload, replica.shape)
+            replica.assign(value)
+            values.append(value)
+        with tf.device(self.pulled_bytes.device):
+            self.pulled_bytes.assign_add(tf.add_n(sent))
+        return values
+
+
+def relative_variance(draws, value):
+    """E||Q(v) − v||² / ||v||² estimated from round trips ``draws`` (one per row) of ``value``."""
+    draws, value = np.asarray(draws, dtype=np.float64), np.asarray(value, dtype=np.float64)
+    squared_errors = np.sum((draws - value).reshape(len(draws), -1) ** 2, axis=1)
+    return float(np.mean(squared_errors) / np.sum(value ** 2))
+
+
+def dense_layers_call(model, weights, features):
+    """The outputs of a Sequential of Dense layers computed with ``weights`` (kernel, bias, ...)."""
+    outputs = features
+    for layer, kernel, bias in zip(model.layers, weights[0::2], weights[1::2]):
+        outputs = layer.activation(tf.matmul(outputs, kernel) + bias)
+    return outputs
+
+
+def make_train_steps(strategy, model, optimizer, pulls, steps_per_closure):
+    """Packed training steps; with ``pulls`` (CompressedPulls) the model runs on the worker's replica."""
+    if pulls is None:
+        return train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure)
+
+    def one_step(iterator):
+        features, labels = next(iterator)
+        weights = pulls.pull()
+        with tf.GradientTape() as tape:
+            tape.watch(weights)
+            loss = models.mean_cross_entropy(labels, dense_layers_call(model, weights, features))
+        optimizer.apply_gradients(zip(tape.gradient(loss, weights), pulls.variables))
+        return loss
+
+    return train.pack_steps(strategy, one_step, steps_per_closure)
+
+
+def mnist_dataset_fn(data, batch_size, num_workers, seed):
+    """MNIST batches; each worker reads its own shard (its index comes from the coordinator)."""
+    def dataset_fn():
+        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
+        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train)).shard(num_workers, worker)
+        return dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
+    return dataset_fn
 
 
 @dataclass
 class Result:
-    """One MNIST training run with a compressor: what it pushed and what it reached."""
+    """One MNIST training run: bytes per step (payloads counted, socket bytes measured) and accuracy."""
 
-    compressor: str
+    name: str
+    seed: int
     error_feedback: bool
     steps: int
     test_accuracy: float
-    pushed_bytes_per_step: float  # payload bytes, counted by the workers as they push
-    dense_bytes_per_step: int     # what an uncompressed float32 gradient takes
+    push_payload: float   # payload bytes pushed per step, counted on the PS
+    pull_payload: float   # payload bytes pulled per step (the whole model when pulls are dense)
+    model_bytes: int      # the parameters as float32
     steps_per_second: float
-    measured: traffic.Traffic | None = None  # bytes per step the PS sockets saw (ss), if available
+    measured: traffic.Traffic | None = None  # bytes per step on the PS sockets (ss), if available
 
     @property
-    def ratio(self):
-        """How many times fewer gradient bytes than uncompressed."""
-        return self.dense_bytes_per_step / self.pushed_bytes_per_step
+    def payload_total(self):
+        return self.push_payload + self.pull_payload
+
+    @property
+    def measured_total(self):
+        return self.measured.received + self.measured.sent if self.measured else None
+
+    @property
+    def push_ratio(self):
+        """How many times fewer payload bytes pushed than a dense float32 gradient."""
+        return self.model_bytes / self.push_payload
 
 
-def train_mnist(strategy, coordinator, data, compressor, error_feedback=False, num_steps=600,
-                steps_per_closure=10, batch_size=64, learning_rate=0.1, ps_pids=(), seed=0):
-    """Train the MNIST MLP with CompressedSGD on the cluster; measure bytes and accuracy."""
+def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_steps=600, steps_per_closure=10,
+                batch_size=64, learning_rate=0.1, hidden_units=128, ps_pids=(), seed=0, name=None, **sgd_options):
+    """Train the MNIST MLP with compressed pushes (and pulls, if ``pull`` is a compressor); measure it.
+
+    ``sgd_options`` go to ``CompressedSGD`` (error_feedback, momentum, ...). The first closure
+    (tracing, first reads) is not counted in bytes or speed.
+    """
+    compressor = compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
+    num_workers = strategy.extended._num_workers
     with strategy.scope():
-        model = models.mnist_mlp()
-        optimizer = CompressedSGD(model.trainable_variables, compressor, learning_rate, error_feedback)
+        model = models.mnist_mlp(hidden_units)
+        optimizer = CompressedSGD(model.trainable_variables, compressor, learning_rate, **sgd_options)
+        pulls = CompressedPulls(strategy, model.trainable_variables, pull) if pull else None
+    batches = train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, num_workers, seed))
+    train_steps = make_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
 
-    batches = train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size, seed))
-    train_steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure)
-    coordinator.schedule(train_steps, args=(batches,))  # warm-up: tracing, first pulls
+    def counted():
+        return (int(optimizer.pushed_bytes.numpy()), int(pulls.pulled_bytes.numpy()) if pulls else 0,
+                traffic.process_traffic(ps_pids) if ps_pids and traffic.available() else None)
+
+    coordinator.schedule(train_steps, args=(batches,))  # warm-up: tracing, first reads
     coordinator.join()
-    warm_steps, warm_bytes = steps_per_closure, int(optimizer.pushed_bytes.numpy())
-    before = traffic.process_traffic(ps_pids) if ps_pids and traffic.available() else None
+    pushed, pulled, sockets = counted()
     began = time.perf_counter()
     for _ in range(num_steps // steps_per_closure - 1):
         coordinator.schedule(train_steps, args=(batches,))
     coordinator.join()
     seconds = time.perf_counter() - began
-    timed_steps = num_steps - warm_steps
-    measured = None
-    if before is not None:
-        measured = (traffic.process_traffic(ps_pids) - before) / timed_steps
-    return Result(compressor.name, error_feedback, num_steps, fit.accuracy(model, data.x_test, data.y_test),
-                  (int(optimizer.pushed_bytes.numpy()) - warm_bytes) / timed_steps,
-                  sum(4 * v.shape.num_elements() for v in model.trainable_variables),
-                  timed_steps / seconds, measured)
+    pushed_after, pulled_after, sockets_after = counted()
+    timed_steps = num_steps - steps_per_closure
+    model_bytes = sum(4 * v.shape.num_elements() for v in model.trainable_variables)
+    error_feedback = sgd_options.get("error_feedback", False)
+    default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"
+    return Result(name or default_name, seed, error_feedback, num_steps, fit.accuracy(model, data.x_test, data.y_test), (pushed_after - pushed) / timed_steps,
+                  (pulled_after - pulled) / timed_steps if pulls else model_bytes, model_bytes,
+                  timed_steps / seconds, (sockets_after - sockets) / timed_steps if sockets else None)
 
 
-def format_results(results):
-    """A text table of Results: bytes pushed per step (counted and measured), accuracy, speed."""
-    lines = [f"{'compressor':<22}{'error fb':>9}{'push B/step':>13}{'fewer':>8}"
-             f"{'measured push':>15}{'pull B/step':>13}{'accuracy':>10}{'steps/s':>9}"]
+def format_results(results, baseline=None):
+    """A text table: payload and socket bytes per step (push, pull, total), accuracy, speed.
+
+    ``× fewer`` compares each measured total (payload total, without ``ss``) with ``baseline``'s.
+    """
+    baseline = baseline or results[0]
+
+    def total(result):
+        return result.measured_total if result.measured else result.payload_total
+
+    lines = [f"{'run':<44}{'payload push':>13}{'pull':>9}{'socket push':>12}{'pull':>9}{'total':>10}"
+             f"{'× fewer':>8}{'accuracy':>9}{'steps/s':>8}"]
     for r in results:
-        measured_push = f"{r.measured.received:,.0f}" if r.measured else "n/a"
-        pull = f"{r.measured.sent:,.0f}" if r.measured else "n/a"
-        lines.append(f"{r.compressor:<22}{'yes' if r.error_feedback else 'no':>9}{r.pushed_bytes_per_step:>13,.0f}"
-                     f"{r.ratio:>7.1f}×{measured_push:>15}{pull:>13}{r.test_accuracy:>10.3f}{r.steps_per_second:>9.1f}")
+        socket = (f"{r.measured.received:>12,.0f}{r.measured.sent:>9,.0f}{r.measured_total:>10,.0f}"
+                  if r.measured else f"{'n/a':>12}{'n/a':>9}{'n/a':>10}")
+        lines.append(f"{r.name:<44}{r.push_payload:>13,.0f}{r.pull_payload:>9,.0f}{socket}"
+                     f"{total(baseline) / total(r):>7.1f}×{r.test_accuracy:>9.3f}{r.steps_per_second:>8.1f}")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
-"""Compressors: error bounds, exact payload bytes, unbiasedness, error feedback; and the
-end-to-end saving on a real cluster, measured on the PS processes' sockets."""
+"""Compressors: exact payload bytes, round trips, unbiasedness and QSGD's variance bound, contraction,
+error feedback (also under a changing learning rate); the checks of notebook 05 and exercise 2 reject
+wrong results; and the compressed pull path on a real cluster keeps each worker's replica exact."""
 import math
 
 import numpy as np
@@ -7,12 +8,13 @@ import pytest
 import tensorflow as tf
 
 import labkit
-from labkit import compression, traffic
+from labkit import checks, compression
 from labkit.data import load_mnist
 
 SHAPE = (40, 25)
-FIXED_SIZE = [compression.Compressor(), compression.TopK(0.05), compression.RandomK(0.1),
-              compression.Int8(), compression.QSGD(), compression.ScaledSign()]
+FIXED_SIZE = [compression.Compressor(), compression.TopK(0.05), compression.RandomK(0.1), compression.Int8(),
+              compression.QSGD(1), compression.QSGD(2), compression.QSGD(4, bucket_size=128),
+              compression.ScaledSign()]
 
 
 @pytest.fixture
@@ -31,6 +33,17 @@ def test_payload_sizes_per_value():
     assert compression.TopK(0.01).bytes_per_step(SHAPE) == 8 * 10      # float32 value + int32 position
     assert compression.Int8().bytes_per_step(SHAPE) == n + 4            # int8 code per value + one scale
     assert compression.ScaledSign().bytes_per_step(SHAPE) == n // 8 + 4  # one bit per value + one scale
+    # QSGD: ceil(log2(2s+1)) bits per value (sign and level), one float32 norm per bucket of 512
+    for levels, bits in ((1, 2), (2, 3), (4, 4)):
+        assert compression.QSGD(levels).bytes_per_step(SHAPE) == math.ceil(n * bits / 8) + 4 * 2
+
+
+@pytest.mark.parametrize("bits", range(1, 9))
+def test_packed_bits_unpack_to_the_same_codes(bits):
+    codes = tf.random.stateless_uniform([37], seed=[bits, 0], maxval=2 ** bits, dtype=tf.int32)
+    packed = compression.pack_bits(codes, bits)
+    assert packed.dtype == tf.uint8 and packed.shape[0] == math.ceil(37 * bits / 8)
+    np.testing.assert_array_equal(compression.unpack_bits(packed, bits, 37).numpy(), codes.numpy())
 
 
 def test_threshold_keeps_exactly_the_entries_above_its_fraction_of_the_max(gradient):
@@ -42,13 +55,24 @@ def test_threshold_keeps_exactly_the_entries_above_its_fraction_of_the_max(gradi
     np.testing.assert_array_equal(compressor.decompress(payload, SHAPE).numpy(), np.where(kept, gradient, 0))
 
 
-def test_top_k_keeps_the_largest_entries_unchanged(gradient):
+def test_top_k_keeps_the_largest_entries_unchanged_and_contracts(gradient):
     compressor = compression.TopK(0.05)
     dense = compressor.decompress(compressor.compress(gradient), SHAPE).numpy()
     kept = dense != 0
     assert kept.sum() == 50
     np.testing.assert_array_equal(dense[kept], gradient.numpy()[kept])
     assert np.abs(gradient.numpy()[~kept]).max() <= np.abs(dense[kept]).min()
+    checks.contracts(gradient, dense, kept.sum())
+
+
+def test_top_k_ratio_can_change_per_call_for_warm_up(gradient):
+    payload = compression.TopK(0.01).compress(gradient, ratio=tf.constant(0.25))
+    assert payload["values"].shape[0] == 250
+
+
+def test_warm_up_ratio_falls_exponentially_from_a_quarter_to_the_target():
+    ratios = [float(compression.warmup_ratio(step, 0.001, 100)) for step in (0, 50, 100, 500)]
+    np.testing.assert_allclose(ratios, [0.25, math.sqrt(0.25 * 0.001), 0.001, 0.001], rtol=1e-5)
 
 
 def test_int8_error_is_at_most_half_a_quantisation_step(gradient):
@@ -68,40 +92,71 @@ def test_scaled_sign_sends_one_bit_per_value_and_keeps_every_sign(gradient):
     np.testing.assert_allclose(np.abs(dense), np.abs(gradient.numpy()).mean(), rtol=1e-6)
 
 
+def round_trips(compressor, gradient, draws=1000):
+    round_trip = tf.function(lambda: compressor.decompress(compressor.compress(gradient), gradient.shape))
+    return np.stack([round_trip().numpy() for _ in range(draws)])
+
+
 # The largest standard deviation one round trip can have, per entry of the gradient g.
 STOCHASTIC = [
-    (compression.QSGD(levels=4), lambda g: np.full(g.shape, np.linalg.norm(g) / 4 / 2)),  # half a level
-    (compression.RandomK(0.2), lambda g: np.abs(g) * 2),                                 # |g|·sqrt(n/k − 1)
+    (compression.QSGD(levels=4, bucket_size=100),  # half a level of the bucket's norm
+     lambda g: np.repeat(np.linalg.norm(g.reshape(-1, 100), axis=1), 100).reshape(g.shape) / 4 / 2),
+    (compression.RandomK(0.2), lambda g: np.abs(g) * 2),  # |g|·sqrt(n/k − 1)
 ]
 
 
 @pytest.mark.parametrize("compressor, max_std", STOCHASTIC, ids=[str(c) for c, _ in STOCHASTIC])
 def test_stochastic_compressors_are_unbiased(compressor, max_std, gradient):
-    round_trip = tf.function(lambda: compressor.decompress(compressor.compress(gradient), SHAPE))
-    draws = np.stack([round_trip().numpy() for _ in range(2000)])
+    draws = round_trips(compressor, gradient)
     bias = np.abs(draws.mean(axis=0) - gradient.numpy())
     assert np.all(bias <= 5 * max_std(gradient.numpy()) / math.sqrt(len(draws)) + 1e-6)
 
 
-def test_qsgd_error_is_below_one_level(gradient):
-    compressor = compression.QSGD(levels=16)
-    payload = compressor.compress(gradient)
-    error = np.abs(compressor.decompress(payload, SHAPE).numpy() - gradient.numpy())
+@pytest.mark.parametrize("levels", [1, 2, 4])
+def test_qsgd_variance_is_within_the_papers_bound(levels, gradient):
+    compressor = compression.QSGD(levels, bucket_size=256)
+    draws = round_trips(compressor, gradient, draws=300)
+    variance = compression.relative_variance(draws, gradient.numpy())
+    checks.within_variance_bound(variance, compressor.variance_bound(gradient.shape.num_elements()))
+    assert variance > 0.1 * compressor.variance_bound(1000), "a quantiser this coarse must be noisy"
+
+
+def test_qsgd_error_is_below_one_level_of_its_bucket(gradient):
+    compressor = compression.QSGD(levels=16, bucket_size=1000)
+    error = np.abs(compressor.decompress(compressor.compress(gradient), SHAPE).numpy() - gradient.numpy())
     assert error.max() <= float(tf.norm(gradient)) / 16 + 1e-6
 
 
 @pytest.mark.parametrize("compressor", [compression.TopK(0.01), compression.ScaledSign(), compression.Int8()],
                          ids=str)
 def test_error_feedback_loses_nothing_over_steps(compressor):
-    """Sum of what was sent + what is still held back == sum of the gradients."""
+    """Sum of what was sent + what is still held back == sum of the updates."""
     residual, sent, total = tf.zeros(SHAPE), tf.zeros(SHAPE), tf.zeros(SHAPE)
     for step in range(30):
-        gradient = tf.random.stateless_normal(SHAPE, seed=[step, 7])
-        payload, residual = compression.compress_with_feedback(compressor, gradient, residual)
+        update = tf.random.stateless_normal(SHAPE, seed=[step, 7])
+        payload, residual = compression.compress_with_feedback(compressor, update, residual)
         sent += compressor.decompress(payload, SHAPE)
-        total += gradient
+        total += update
     np.testing.assert_allclose((sent + residual).numpy(), total.numpy(), atol=1e-4)
     assert float(tf.norm(residual)) > 0, "this compressor should have held something back"
+
+
+def test_error_feedback_in_update_units_is_exact_when_the_learning_rate_changes():
+    """CompressedSGD keeps residuals in update units (lr × g): exact for any schedule. A residual in
+    gradient units, rescaled by the current rate when sent, would not be: here it is shown to drift."""
+    compressor, learning_rates = compression.TopK(0.01), [0.5] * 10 + [0.05] * 10
+    residual, gradient_residual = tf.zeros(SHAPE), tf.zeros(SHAPE)
+    applied, applied_gradient_units, wanted = tf.zeros(SHAPE), tf.zeros(SHAPE), tf.zeros(SHAPE)
+    for step, rate in enumerate(learning_rates):
+        gradient = tf.random.stateless_normal(SHAPE, seed=[step, 3])
+        payload, residual = compression.compress_with_feedback(compressor, rate * gradient, residual)
+        applied += compressor.decompress(payload, SHAPE)
+        payload, gradient_residual = compression.compress_with_feedback(compressor, gradient, gradient_residual)
+        applied_gradient_units += rate * compressor.decompress(payload, SHAPE)
+        wanted += rate * gradient
+    np.testing.assert_allclose((applied + residual).numpy(), wanted.numpy(), atol=1e-4)
+    drift = applied_gradient_units + learning_rates[-1] * gradient_residual - wanted
+    assert float(tf.norm(drift)) > 0.1 * float(tf.norm(wanted))
 
 
 @pytest.mark.parametrize("compressor", [compression.TopK(0.05), compression.Int8(), compression.ScaledSign()],
@@ -109,9 +164,8 @@ def test_error_feedback_loses_nothing_over_steps(compressor):
 def test_apply_subtracts_the_decompressed_update(compressor, gradient):
     variable = tf.Variable(tf.ones(SHAPE))
     payload = compressor.compress(gradient)
-    compressor.apply(variable, payload, learning_rate=0.5)
-    np.testing.assert_allclose(variable.numpy(), 1 - 0.5 * compressor.decompress(payload, SHAPE).numpy(),
-                               rtol=1e-6)
+    compressor.apply(variable, payload)
+    np.testing.assert_allclose(variable.numpy(), 1 - compressor.decompress(payload, SHAPE).numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("make, message", [
@@ -119,26 +173,155 @@ def test_apply_subtracts_the_decompressed_update(compressor, gradient):
     (lambda: compression.RandomK(1.5), "ratio must be in \\(0, 1\\]"),
     (lambda: compression.Threshold(0), "fraction must be in \\(0, 1\\]"),
     (lambda: compression.QSGD(levels=300), "levels must be 1..127"),
+    (lambda: compression.QSGD(bucket_size=0), "bucket_size must be at least 1"),
+    (lambda: compression.CompressedSGD([], compression.Int8(), warmup_steps=10), "ramps a TopK's ratio"),
+    (lambda: compression.CompressedSGD([], compression.TopK(), momentum_correction=True), "needs a momentum"),
 ])
 def test_bad_settings_are_refused_with_the_allowed_range(make, message):
     with pytest.raises(ValueError, match=message):
         make()
 
 
+# ----- the checks of exercise 2 and notebook 05 reject wrong results ----------------------------------
+class LearnerTopK(compression.Compressor):
+    """A correct learner's top-k (what the exercise asks for)."""
+
+    def __init__(self, ratio=0.01):
+        self.ratio, self.name = ratio, "learner top-k"
+
+    def k(self, size):
+        return max(1, math.ceil(self.ratio * size))
+
+    def compress(self, gradient):
+        flat = tf.reshape(gradient, [-1])
+        positions = tf.math.top_k(tf.abs(flat), k=self.k(flat.shape[0]), sorted=False).indices
+        return {"values": tf.gather(flat, positions), "positions": positions}
+
+    def decompress(self, payload, shape):
+        return tf.reshape(tf.scatter_nd(payload["positions"][:, None], payload["values"], [math.prod(shape)]), shape)
+
+    def bytes_per_step(self, shape):
+        return 8 * self.k(math.prod(shape))
+
+
+class ShiftedPositions(LearnerTopK):
+    def decompress(self, payload, shape):
+        return super().decompress({"values": payload["values"], "positions": (payload["positions"] + 1) % 3},
+                                  shape)
+
+
+class ReversedValues(LearnerTopK):
+    def decompress(self, payload, shape):
+        return super().decompress({"values": payload["values"][::-1], "positions": payload["positions"]}, shape)
+
+
+class ScaledUp(LearnerTopK):
+    def decompress(self, payload, shape):
+        return 2 * super().decompress(payload, shape)
+
+
+class SmallestK(LearnerTopK):
+    def compress(self, gradient):
+        flat = tf.reshape(gradient, [-1])
+        positions = tf.math.top_k(-tf.abs(flat), k=self.k(flat.shape[0])).indices
+        return {"values": tf.gather(flat, positions), "positions": positions}
+
+
+def test_a_correct_learner_compressor_passes_the_exercise_check():
+    checks.compressor_shrinks(LearnerTopK(0.01), min_ratio=40)
+
+
+@pytest.mark.parametrize("compressor, hint", [
+    (ShiftedPositions(), "exact values at the positions"),
+    (ReversedValues(), "exact values at the positions"),
+    (ScaledUp(), "exact values at the positions"),
+    (SmallestK(), "contraction"),
+    (compression.TopK(0.01), "your own class"),
+    (type("Copied", (compression.TopK,), {})(0.01), "your own class"),
+], ids=["shifted", "reversed", "scaled", "smallest", "library", "subclass"])
+def test_the_exercise_check_rejects_wrong_compressors(compressor, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.compressor_shrinks(compressor, min_ratio=40)
+
+
+def test_contraction_check_rejects_a_compressor_that_keeps_too_little(gradient):
+    kept_small = np.where(np.abs(gradient.numpy()) < 0.1, gradient.numpy(), 0)
+    with pytest.raises(AssertionError, match="contraction"):
+        checks.contracts(gradient, kept_small, int((kept_small != 0).sum()))
+
+
+def result(name, accuracy, total, seed=0):
+    measured = labkit.traffic.Traffic(received=total / 2, sent=total / 2)
+    return compression.Result(name, seed, True, 600, accuracy, total / 4, total / 4, 407_080, 10.0, measured)
+
+
+def test_both_ways_check_passes_enough_bytes_saved_at_the_same_accuracy():
+    dense = [result("dense", a, 830_000, seed) for seed, a in enumerate((0.90, 0.91, 0.89))]
+    compressed = [result("top-k", a, 30_000, seed) for seed, a in enumerate((0.90, 0.90, 0.89))]
+    checks.fewer_total_bytes(dense, compressed, min_ratio=20, max_accuracy_loss=0.01)
+
+
+@pytest.mark.parametrize("totals, accuracies, hint", [
+    (50_000, (0.90, 0.91, 0.89), "fewer total bytes"),
+    (30_000, (0.88, 0.89, 0.88), "points of mean accuracy"),
+])
+def test_both_ways_check_rejects_too_many_bytes_or_lost_accuracy(totals, accuracies, hint):
+    dense = [result("dense", a, 830_000, seed) for seed, a in enumerate((0.90, 0.91, 0.89))]
+    compressed = [result("top-k", a, totals, seed) for seed, a in enumerate(accuracies)]
+    with pytest.raises(AssertionError, match=hint):
+        checks.fewer_total_bytes(dense, compressed, min_ratio=20, max_accuracy_loss=0.01)
+
+
+def test_both_ways_check_needs_the_same_seeds_and_measured_bytes():
+    dense = [result("dense", 0.9, 830_000, seed=0)]
+    with pytest.raises(AssertionError, match="same seeds"):
+        checks.fewer_total_bytes(dense, [result("top-k", 0.9, 30_000, seed=1)], 20, 0.01)
+    unmeasured = result("top-k", 0.9, 30_000)
+    unmeasured.measured = None
+    with pytest.raises(AssertionError, match="no bytes measured"):
+        checks.fewer_total_bytes(dense, [unmeasured], 20, 0.01)
+
+
+def test_variance_bound_check_rejects_a_variance_above_the_bound():
+    checks.within_variance_bound(0.5, 1.0)
+    with pytest.raises(AssertionError, match="above the bound"):
+        checks.within_variance_bound(1.2, 1.0)
+
+
+def test_dgc_check_rejects_a_dgc_run_no_better_than_naive():
+    dense, naive = [result("dense", 0.9, 1)] * 3, [result("naive", 0.7, 1)] * 3
+    checks.dgc_beats_naive(dense, [result("dgc", 0.89, 1)] * 3, naive, min_gain=0.05)
+    with pytest.raises(AssertionError, match="DGC"):
+        checks.dgc_beats_naive(dense, [result("dgc", 0.72, 1)] * 3, naive, min_gain=0.05)
+
+
+# ----- the pull path on a real cluster ---------------------------------------------------------------
 @pytest.mark.slow
-def test_top_k_with_error_feedback_pushes_50x_fewer_bytes_at_the_same_accuracy():
+def test_compressed_pulls_keep_each_worker_replica_equal_to_what_the_ps_sent_it():
+    """After training with top-k pulls, every worker's replica is exactly seen[worker] on the PS, and
+    the pulled payload bytes are the announced top-k bytes."""
     data = load_mnist()
     with labkit.LocalCluster(num_workers=2, num_ps=1, name="test-compression") as cluster:
         strategy = cluster.strategy()
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-        pids = traffic.ps_pids(cluster)
-        dense = compression.train_mnist(strategy, coordinator, data, compression.Compressor(), ps_pids=pids)
-        top_k = compression.train_mnist(strategy, coordinator, data, compression.TopK(0.005),
-                                        error_feedback=True, ps_pids=pids)
-    print(dense, top_k, sep="\n")
-    assert top_k.ratio >= 50
-    assert top_k.test_accuracy >= dense.test_accuracy - 0.02
-    if dense.measured is not None:  # the sockets agree: pushes shrank, pulls did not
-        assert dense.measured.received / top_k.measured.received >= 50
-        assert top_k.measured.received < 1.5 * top_k.pushed_bytes_per_step + 4096
-        assert top_k.measured.sent > 0.9 * dense.measured.sent
+        pull = compression.TopK(0.01)
+        with strategy.scope():
+            model = compression.models.mnist_mlp()
+            optimizer = compression.CompressedSGD(model.trainable_variables, compression.TopK(0.01), 0.1,
+                                                  error_feedback=True)
+            pulls = compression.CompressedPulls(strategy, model.trainable_variables, pull)
+        train_steps = compression.make_train_steps(strategy, model, optimizer, pulls, steps_per_closure=5)
+        batches = compression.train.per_worker_iterator(
+            coordinator, compression.mnist_dataset_fn(data, 64, num_workers=2, seed=0))
+        for _ in range(8):
+            coordinator.schedule(train_steps, args=(batches,))
+        coordinator.join()
+        for replica, seen, variable in zip(pulls.replicas, pulls.seen, model.trainable_variables):
+            copies = replica.read_all()
+            for worker, copy in enumerate(copies):
+                np.testing.assert_array_equal(copy.numpy(), seen.numpy()[worker])
+            assert not np.array_equal(copies[0].numpy(), copies[1].numpy()), "each worker has its own replica"
+            assert np.abs(variable.numpy() - seen.numpy()[0]).max() > 0, "top-k pulls leave a remainder"
+        announced = sum(pull.bytes_per_step(tuple(v.shape)) for v in model.trainable_variables)
+        assert int(pulls.pulled_bytes.numpy()) == 40 * announced
+        del model, optimizer, pulls, train_steps, batches, coordinator, strategy

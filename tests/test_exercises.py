@@ -60,6 +60,19 @@ for name, process in processes.items():
     def compress(self, gradient):
         return {"gradient": tf.where(tf.abs(gradient) < 0.01, 0.0, gradient)}
 """, "checks.compressor_shrinks(", "zeros still take 4 bytes each"),
+        WrongAnswer("class TopKCompressor", """
+    def compress(self, gradient):
+        flat = tf.reshape(gradient, [-1])
+        positions = tf.math.top_k(tf.abs(flat), k=math.ceil(self.ratio * flat.shape[0])).indices
+        return {"values": tf.gather(flat, positions), "positions": positions}
+
+    def decompress(self, payload, shape):  # wrong: the values land one position further on
+        positions = (payload["positions"] + 1) % math.prod(shape)
+        return tf.reshape(tf.scatter_nd(positions[:, None], payload["values"], [math.prod(shape)]), shape)
+
+    def bytes_per_step(self, shape):
+        return 8 * math.ceil(self.ratio * math.prod(shape))
+""", "checks.compressor_shrinks(", "exact values at the positions they came from"),
     ],
     "ex3_fault_tolerance.ipynb": [
         WrongAnswer("def train_until", """
