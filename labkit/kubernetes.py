@@ -130,11 +130,12 @@ def _service(name, entry):
 
 
 def _network_policy(name, ports):
-    own_pods = {"matchLabels": {"pslab/cluster": name}}
+    def own_pods():  # a new dict each time, so the YAML repeats it instead of using an anchor
+        return {"matchLabels": {"pslab/cluster": name}}
     return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
             "metadata": {"name": f"{name}-tf-ports", "labels": _labels(name)},
-            "spec": {"podSelector": own_pods, "policyTypes": ["Ingress"],
-                     "ingress": [{"from": [{"podSelector": own_pods}],
+            "spec": {"podSelector": own_pods(), "policyTypes": ["Ingress"],
+                     "ingress": [{"from": [{"podSelector": own_pods()}],
                                   "ports": [{"protocol": "TCP", "port": port} for port in ports]}]}}
 
 

@@ -28,6 +28,7 @@ def no_network(monkeypatch):
 def exported(tmp_path, **kwargs):
     objects = kubernetes.manifests(CLUSTER, image="registry.example.com/pslab:0.1", **kwargs)
     path = kubernetes.write(objects, tmp_path / "k8s")
+    assert "&id" not in path.read_text(), "YAML anchors: every object must be written out in full for readers"
     return list(yaml.safe_load_all(path.read_text()))
 
 
