@@ -201,13 +201,21 @@ def worker_seed(seed):
 def shuffled_batches(arrays, batch_size, seed=0):
     """A repeating dataset of shuffled batches of ``arrays`` (a tuple sliced along the first axis).
 
-    Each worker shuffles with ``worker_seed(seed)``: its own order, the same in every run.
+    Each worker and epoch gets its own stateless permutation seeded with ``worker_seed(seed)``:
+    its own order, the same in every run. (``Dataset.shuffle`` cannot take a tensor seed once
+    a global seed is set, e.g. by ``tf.keras.utils.set_random_seed``.)
     """
     import tensorflow as tf
 
-    examples = tf.data.Dataset.from_tensor_slices(arrays)
     size = len(arrays[0])
-    return examples.shuffle(size, seed=worker_seed(seed)).repeat().batch(batch_size).prefetch(2)
+    seed_of_this_worker = worker_seed(seed)
+
+    def example(position):
+        seeds = tf.stack([seed_of_this_worker, position // size])
+        index = tf.random.experimental.index_shuffle(position % size, seeds, size - 1)
+        return tuple(tf.gather(array, index) for array in arrays)
+
+    return tf.data.Dataset.range(2 ** 62).map(example).batch(batch_size).prefetch(2)
 
 
 def mnist_dataset_fn(data, batch_size, seed=0):
