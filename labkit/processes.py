@@ -12,8 +12,10 @@ then lives here. One place owns their life cycle:
 - ``stop_at_exit``: one interpreter-exit hook for everything still running.
 """
 import atexit
+import contextlib
 import errno
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -44,6 +46,18 @@ class Process(psutil.Popen):
 
     def stop(self, grace_seconds=STOP_GRACE_SECONDS):
         stop([self], grace_seconds)
+
+    def send_signal(self, sig):
+        """As ``subprocess.Popen`` does: signalling a process that already exited does nothing."""
+        if self.returncode is None:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                super().send_signal(sig)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
 
 
 def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=None):
