@@ -12,6 +12,8 @@ process's stderr (ipykernel forwards that file descriptor into the notebook):
   ``disconnect`` shrinks this process's cluster to itself while the tasks still
   run, so the remote contexts close cleanly and later frees stay local.
 """
+import contextlib
+import logging
 import os
 import sys
 from pathlib import Path
@@ -38,6 +40,54 @@ def import_quietly():
         finally:
             os.dup2(saved_stderr, 2)
             os.close(saved_stderr)
+
+
+class Messages:
+    """What TensorFlow printed inside a ``messages_to`` block, kept in ``log_path``."""
+
+    def __init__(self, log_path):
+        self.log_path = Path(log_path)
+        self.lines = []
+
+    def summary(self):
+        """One line for the notebook: how many lines TensorFlow printed, the first error, and where to read them."""
+        if not self.lines:
+            return "TensorFlow printed nothing."
+        errors = [line for line in self.lines if "Error" in line or "UNAVAILABLE" in line]
+        first = f"; first error: {errors[0].strip()[:160]}" if errors else ""
+        return f"TensorFlow printed {len(self.lines)} lines, kept in {self.log_path}{first}"
+
+
+@contextlib.contextmanager
+def messages_to(log_path):
+    """Send TensorFlow's log records and C++ stderr lines to ``log_path`` while the block runs.
+
+    A killed task makes TensorFlow print dozens of lines (gRPC errors, cancelled closures, stack
+    notes); in a notebook that injects failures on purpose they belong in a file, counted.
+    Yields a ``Messages``, filled when the block ends.
+    """
+    messages = Messages(log_path)
+    messages.log_path.parent.mkdir(parents=True, exist_ok=True)
+    start = messages.log_path.stat().st_size if messages.log_path.exists() else 0
+    logger = logging.getLogger("tensorflow")
+    saved_handlers, saved_propagate = logger.handlers[:], logger.propagate
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
+    with open(messages.log_path, "ab") as log:
+        handler = logging.StreamHandler(open(log.fileno(), "w", closefd=False))
+        handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
+        logger.handlers, logger.propagate = [handler], False
+        os.dup2(log.fileno(), 2)
+        try:
+            yield messages
+        finally:
+            handler.flush()
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
+            logger.handlers, logger.propagate = saved_handlers, saved_propagate
+    with open(messages.log_path, "rb") as log:
+        log.seek(start)
+        messages.lines = log.read().decode(errors="replace").splitlines()
 
 
 def disconnect(task_addresses):

@@ -12,8 +12,14 @@ from executed_notebooks import FIGURE_CALLS, executed_copy
 from smoke_notebooks import SMOKE_PARAMETERS
 
 BARE_FIGURE = re.compile(r"^<Figure size [^>]*>$")
-# stderr lines a notebook may show, and why. Everything else is noise a learner did not ask for.
-ALLOWED_STDERR_LINES = {}
+# stderr lines a notebook may show (each explained in the notebook). Everything else is noise a
+# learner did not ask for.
+ALLOWED_STDERR = {
+    # fit() on a plain tf.data.Dataset: TensorFlow's auto-shard reads the options while tracing.
+    "02_strategy_and_mnist.ipynb": [r"dataset_ops\.py:\d+: UserWarning: To make it possible to preserve tf\.data "
+                                    r"options across serialization boundaries",
+                                    r'^\s*warnings\.warn\("To make it possible to preserve tf\.data options'],
+}
 
 
 def executed(name):
@@ -35,6 +41,11 @@ def figure_cells_without_image(notebook):
             and not any({"image/png", "image/svg+xml"} & set(output.get("data", {})) for output in cell.outputs)]
 
 
+def unexplained(lines, allowed_patterns):
+    """The lines that match none of the allowed patterns."""
+    return [line for line in lines if not any(re.search(pattern, line) for pattern in allowed_patterns)]
+
+
 def stderr_lines(notebook):
     """Every line the notebook's cells wrote to stderr."""
     return [line for cell in notebook.cells for output in cell.get("outputs", [])
@@ -50,9 +61,8 @@ def test_every_figure_is_an_image(name):
 
 @pytest.mark.parametrize("name", sorted(SMOKE_PARAMETERS))
 def test_no_unexplained_stderr(name):
-    lines = stderr_lines(executed(name))
-    allowed = ALLOWED_STDERR_LINES.get(name, 0)
-    assert len(lines) <= allowed, f"{name}: {len(lines)} stderr lines (allowed {allowed}):\n" + "\n".join(lines[:20])
+    lines = unexplained(stderr_lines(executed(name)), ALLOWED_STDERR.get(name, []))
+    assert lines == [], f"{name}: {len(lines)} unexplained stderr lines:\n" + "\n".join(lines[:20])
 
 
 def notebook_with(source, *outputs):
@@ -71,3 +81,8 @@ def test_the_checks_see_a_figure_left_as_text_and_red_lines():
     assert bare_figures(notebook_with("plt.show()", drawn)) == []
     assert figure_cells_without_image(notebook_with("plt.show()", drawn)) == []
     assert stderr_lines(notebook_with("cluster.stop()", red)) == ["E0000 context.cc:911] Failed to remove function"]
+    warning = ("/venv/tensorflow/python/data/ops/dataset_ops.py:463: UserWarning: To make it possible to preserve "
+               "tf.data options across serialization boundaries, their implementation has moved")
+    allowed_in_02 = ALLOWED_STDERR["02_strategy_and_mnist.ipynb"]
+    assert unexplained([warning, "E0000 context.cc:911] Failed to remove function"], allowed_in_02) == [
+        "E0000 context.cc:911] Failed to remove function"]

@@ -48,9 +48,12 @@ def test_without_ss_the_benchmark_meter_measures_time_and_cpu_but_no_bytes(no_ss
 
 
 def test_without_ss_the_compression_table_shows_payload_bytes_and_na(no_ss):
-    result = compression.Result("top-k 1%", True, 600, 0.9, 4088.0, 407080, 20.0, measured=None)
+    result = compression.Result(name="top-k 1%", seed=0, error_feedback=True, steps=600, test_accuracy=0.9,
+                                push_payload=4088.0, pull_payload=407080.0, model_bytes=407080,
+                                steps_per_second=20.0, measured=None)
     table = compression.format_results([result])
-    assert "4,088" in table and "n/a" in table
+    row = table.splitlines()[1]
+    assert "4,088" in row and "407,080" in row and row.count("n/a") == 3
 
 
 def install_commands(wheelhouse):
