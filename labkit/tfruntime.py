@@ -13,6 +13,7 @@ process's stderr (ipykernel forwards that file descriptor into the notebook):
   run, so the remote contexts close cleanly and later frees stay local.
 """
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -105,6 +106,9 @@ def disconnect(task_addresses):
     connected = context.context().get_server_def()
     if connected is None or not set(task_addresses) & _addresses(connected):
         return
+    # TensorFlow functions in reference cycles (datasets, packed loops) are freed by the garbage
+    # collector at some later moment; free them now, while the tasks that hold them still answer.
+    gc.collect()
     alone = tensorflow_server_pb2.ServerDef()
     alone.CopyFrom(connected)
     alone.cluster.Clear()
