@@ -26,9 +26,9 @@ SMOKE_PARAMETERS = {
     # lose to naive top-k with momentum, QSGD within its variance bound (asserted inside).
     "05_gradient_compression.ipynb": {"num_steps": 300, "seeds": [0], "max_accuracy_loss": 0.05, "dgc_seeds": [0],
                                       "dgc_min_gain": 0.0, "qsgd_levels": [2], "compare_all_compressors": False},
-    # One worker never stale, two with one slowed measurably stale; packing 10 on a second cluster (its
-    # functions freed after the first cluster stopped printed red lines before tfruntime.disconnect collected them); SSP waits, the filter drops exactly
+    # One worker never stale, two with one slowed measurably stale; SSP waits, the filter drops exactly
     # tau > bound; plain async loses >= 5 points at delay 16 and alpha/tau wins back half, over 2 seeds.
+    # Packing 10 too: its functions, freed after their cluster stopped, once printed red lines.
     "06_stale_gradients.ipynb": {"worker_counts": [1, 2], "packings": [1, 10], "histogram_steps": 100,
                                  "delay_kinds": ["constant"], "seeds": [0, 1], "num_steps": 200},
     "07_fault_tolerance.ipynb": {"num_steps": 300, "checkpoint_every": 50, "worker_kill_step": 80,
