@@ -3,22 +3,37 @@ import os
 import shutil
 import tempfile
 
-# Before labkit is imported: clusters of this test run record themselves in a directory of
-# its own, never in ~/.cache.
-STATE_PREFIX = "labkit-test-state-"
-if not os.path.basename(os.environ.get("LABKIT_STATE_DIR", "")).startswith(STATE_PREFIX):
-    os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix=STATE_PREFIX)
-STATE_DIR = os.environ["LABKIT_STATE_DIR"]
+# Before labkit is imported: clusters of this test process record themselves in a directory of
+# its own, never in ~/.cache (under pytest-xdist, each worker process has its own).
+STATE_DIR = os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-test-state-")
+
+import pytest  # noqa: E402
 
 import labkit  # noqa: E402, F401  (selects Keras 2 before any test imports TensorFlow)
+import executed_notebooks  # noqa: E402
 from executed_notebooks import pytest_runtest_teardown  # noqa: E402, F401  (saves what nbval ran to runs/smoke/)
-from smoke_notebooks import prepare as prepare_smoke_notebooks  # noqa: E402
+from smoke_notebooks import SMOKE_DIR, prepare as prepare_smoke_notebooks  # noqa: E402
 from support import no_orphan_task_processes  # noqa: E402, F401  (an autouse fixture for every module)
+
+READERS_OF_EXECUTED_NOTEBOOKS = ("test_notebook_outputs.py", "test_browser.py")
 
 
 def pytest_configure(config):
-    """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them."""
-    prepare_smoke_notebooks()
+    """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them.
+
+    Under pytest-xdist only the controlling process writes them, before its workers collect.
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        prepare_smoke_notebooks()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests that read executed notebooks go last, so the notebooks run first; under
+    pytest-xdist (`make test` runs two workers, one test file each at a time) those tests wait
+    for a notebook still running on the other worker."""
+    readers = [item for item in items if item.path.name in READERS_OF_EXECUTED_NOTEBOOKS]
+    items[:] = [item for item in items if item.path.name not in READERS_OF_EXECUTED_NOTEBOOKS] + readers
+    executed_notebooks.SCHEDULED.update(item.path.name for item in items if item.path.parent == SMOKE_DIR)
 
 
 def pytest_unconfigure(config):

@@ -4,7 +4,9 @@ nbval runs every cell once and keeps what the kernel sent (``IPyNbCell.test_outp
 but writes nothing. This pytest hook writes it down, so that tests/test_notebook_outputs.py
 and the browser test read what a learner would see without running the notebooks again.
 """
+import os
 import re
+import time
 
 import nbformat
 import pytest
@@ -24,13 +26,31 @@ def pytest_runtest_teardown(item, nextitem):
     item.cell.execution_count = item.cell_num + 1
     if nextitem is None or nextitem.parent is not item.parent:
         EXECUTED_DIR.mkdir(parents=True, exist_ok=True)
-        nbformat.write(item.parent.nb, EXECUTED_DIR / item.path.name)
+        partial = EXECUTED_DIR / f".{item.path.name}.{os.getpid()}"
+        nbformat.write(item.parent.nb, partial)
+        os.replace(partial, EXECUTED_DIR / item.path.name)  # a reader on another worker sees all or nothing
+
+
+# Smoke notebooks that this pytest run executes (set by conftest.py after collection). Under
+# pytest-xdist another worker may still be running one when a test asks for its executed copy.
+SCHEDULED = set()
+WAIT_SECONDS = 600
 
 
 def executed_copy(name):
-    """The path of notebook `name` as nbval executed it in this pytest run; skip the test if it did not."""
+    """The path of notebook `name` as nbval executed it in this pytest run (waiting for it if this
+    run executes it); skip the test if this run does not execute it."""
     path, smoke_copy = EXECUTED_DIR / name, SMOKE_DIR / name
-    if not path.exists() or path.stat().st_mtime < smoke_copy.stat().st_mtime:
+
+    def done():
+        return path.exists() and path.stat().st_mtime >= smoke_copy.stat().st_mtime
+
+    deadline = time.monotonic() + WAIT_SECONDS
+    while name in SCHEDULED and not done() and time.monotonic() < deadline:
+        time.sleep(1)
+    if not done():
+        if name in SCHEDULED:
+            pytest.fail(f"{name} is part of this run but its executed copy did not appear in {WAIT_SECONDS} s")
         pytest.skip(f"{name} was not executed in this pytest run: run its smoke copy in the same "
                     f"pytest call, e.g. pytest tests/smoke/{name} <this test file>")
     return path

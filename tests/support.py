@@ -5,6 +5,7 @@ a second import would run this file again and give the run a second mark, and th
 orphan check would then look for the wrong one.
 """
 import os
+import signal
 import time
 import uuid
 
@@ -45,6 +46,22 @@ def processes_running(marker):
 def task_processes():
     """Live `python -m labkit.server` processes started by this test run."""
     return processes_running("labkit.server")
+
+
+def default_ctrl_c():
+    """``preexec_fn`` for a child that a test stops with Ctrl-C (SIGINT): whatever this test process
+    inherited (a shell starts background jobs with SIGINT ignored), the child gets the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
+def signal_state(pid):
+    """The SigBlk/SigIgn/SigCgt lines of a process, to explain a Ctrl-C that did nothing."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return " ".join(line.strip() for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+    except OSError as error:
+        return str(error)
 
 
 def is_running(pid):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from support import wait_until_gone
+from support import default_ctrl_c, signal_state, wait_until_gone
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -42,7 +42,7 @@ def test_doctor_reports_keras_2_and_the_security_fact():
 @pytest.mark.slow
 def test_up_serves_until_ctrl_c_and_status_sees_it():
     up = subprocess.Popen([*LABKIT, "up", "--workers", "1"], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True)
+                          stderr=subprocess.DEVNULL, text=True, preexec_fn=default_ctrl_c)
     printed = []
     for line in up.stdout:
         printed.append(line)
@@ -54,8 +54,13 @@ def test_up_serves_until_ctrl_c_and_status_sees_it():
     rows = [line for line in status.splitlines() if line.strip().startswith(("ps:0", "worker:0"))]
     assert len(rows) >= 2 and all(row.rstrip().endswith("alive") for row in rows)
     pids = [int(pid) for pid in re.findall(r"pid (\d+)\s+alive", status)]
+    state = signal_state(up.pid)
     up.send_signal(signal.SIGINT)
-    assert up.wait(timeout=60) == 0
+    try:
+        assert up.wait(timeout=60) == 0
+    except subprocess.TimeoutExpired:
+        up.kill()
+        pytest.fail(f"`labkit up` did not stop within 60 s of Ctrl-C (its signals: {state})")
     assert wait_until_gone(pids) == []
 
 

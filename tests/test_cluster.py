@@ -19,7 +19,7 @@ import pytest
 from labkit import cluster as cluster_module
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
 from labkit.processes import EXIT_PORT_IN_USE
-from support import is_running, wait_until_gone
+from support import default_ctrl_c, is_running, signal_state, wait_until_gone
 
 pytestmark = pytest.mark.slow
 
@@ -239,7 +239,7 @@ OWNER = textwrap.dedent("""
 
 def start_owner(how):
     owner = subprocess.Popen([sys.executable, "-c", OWNER, how], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+                             stderr=subprocess.DEVNULL, text=True, start_new_session=True, preexec_fn=default_ctrl_c)
     pids = [int(pid) for pid in owner.stdout.readline().split()]
     assert len(pids) == 2 and all(is_running(pid) for pid in pids)
     owner.stdin.write("go on\n")
@@ -255,8 +255,13 @@ def test_no_task_outlives_its_owner(how):
     elif how == "process-group-kill":
         os.killpg(owner.pid, signal.SIGKILL)
     elif how == "ctrl-c":
+        state = signal_state(owner.pid)
         owner.send_signal(signal.SIGINT)
-    owner.wait(timeout=30)
+    try:
+        owner.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        owner.kill()
+        pytest.fail(f"the owner did not exit within 30 s of {how}" + (f" (its signals: {state})" if how == "ctrl-c" else ""))
     assert wait_until_gone(pids) == []
 
 
