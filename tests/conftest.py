@@ -16,6 +16,9 @@ from smoke_notebooks import SMOKE_DIR, prepare as prepare_smoke_notebooks  # noq
 from support import no_orphan_task_processes  # noqa: E402, F401  (an autouse fixture for every module)
 
 READERS_OF_EXECUTED_NOTEBOOKS = ("test_notebook_outputs.py", "test_browser.py")
+# The slowest test files (minutes each in `make test`), started first.
+LONGEST_FIRST = ["06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_exercises.py",
+                 "02_strategy_and_mnist.ipynb", "04_mini_transformer_lm.ipynb", "05_gradient_compression.ipynb"]
 
 
 def pytest_configure(config):
@@ -28,11 +31,15 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests that read executed notebooks go last, so the notebooks run first; under
-    pytest-xdist (`make test` runs two workers, one test file each at a time) those tests wait
-    for a notebook still running on the other worker."""
-    readers = [item for item in items if item.path.name in READERS_OF_EXECUTED_NOTEBOOKS]
-    items[:] = [item for item in items if item.path.name not in READERS_OF_EXECUTED_NOTEBOOKS] + readers
+    """The longest files first and the tests that read executed notebooks last. Under pytest-xdist
+    (`make test` runs two workers, one test file each at a time) this keeps both workers busy to
+    the end; a reader waits for a notebook still running on the other worker."""
+    def order(item):
+        name = item.path.name
+        return (name in READERS_OF_EXECUTED_NOTEBOOKS,
+                LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST))
+
+    items.sort(key=order)  # stable: a file's tests keep their order
     executed_notebooks.SCHEDULED.update(item.path.name for item in items if item.path.parent == SMOKE_DIR)
 
 
