@@ -58,7 +58,7 @@ def ex1_configs(ports):
 
 @pytest.mark.parametrize("names, message", [
     (["ps:0", "worker:0", "chief:0"], "do not start a server for chief:0"),
-    (["ps:0"], "start one process for each of \['ps:0', 'worker:0'\]"),
+    (["ps:0"], r"start one process for each of \['ps:0', 'worker:0'\]"),
 ])
 def test_ex1_servers_serving_needs_one_process_per_server(sleeper, names, message):
     with pytest.raises(AssertionError, match=message):
