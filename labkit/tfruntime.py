@@ -10,7 +10,8 @@ process's stderr (ipykernel forwards that file descriptor into the notebook):
   "failed to connect": TensorFlow objects (tf.functions, variables, strategies)
   freed *after* their cluster stopped still message the dead tasks.
   ``disconnect`` shrinks this process's cluster to itself while the tasks still
-  run, so the remote contexts close cleanly and later frees stay local.
+  run, so the remote contexts close cleanly and later frees stay local; what
+  TensorFlow says while it does that goes to ``DISCONNECT_LOG``.
 """
 import contextlib
 import gc
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 
 STARTUP_LOG = Path.home() / ".cache" / "labkit" / "tensorflow-startup.log"
+DISCONNECT_LOG = STARTUP_LOG.with_name("tensorflow-disconnect.log")
 
 
 def import_quietly():
@@ -74,15 +76,16 @@ def messages_to(log_path):
     saved_handlers, saved_propagate = logger.handlers[:], logger.propagate
     sys.stderr.flush()
     saved_stderr = os.dup(2)
-    with open(messages.log_path, "ab") as log:
-        handler = logging.StreamHandler(open(log.fileno(), "w", closefd=False))
+    with open(messages.log_path, "ab") as log, open(log.fileno(), "w", closefd=False) as text:
+        handler = logging.StreamHandler(text)
         handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
         logger.handlers, logger.propagate = [handler], False
         os.dup2(log.fileno(), 2)
         try:
-            yield messages
+            with contextlib.redirect_stderr(text):  # Python's own, e.g. "Exception ignored in ... __del__"
+                yield messages
         finally:
-            handler.flush()
+            text.flush()
             os.dup2(saved_stderr, 2)
             os.close(saved_stderr)
             logger.handlers, logger.propagate = saved_handlers, saved_propagate
@@ -95,6 +98,9 @@ def disconnect(task_addresses):
     """If this process's TensorFlow is connected to the cluster of these tasks ("host:port"),
     make this process a cluster of one. Call it while the tasks still run, before stopping them.
 
+    First the garbage collector frees TensorFlow functions in reference cycles (datasets, packed
+    loops), while the tasks that hold them still answer; freed later, they would message dead tasks.
+
     ``update_server_def`` keeps this process's own gRPC server (TensorFlow can neither stop nor
     rebind it) and closes the contexts on the removed tasks while they still answer.
     """
@@ -106,14 +112,15 @@ def disconnect(task_addresses):
     connected = context.context().get_server_def()
     if connected is None or not set(task_addresses) & _addresses(connected):
         return
-    # TensorFlow functions in reference cycles (datasets, packed loops) are freed by the garbage
-    # collector at some later moment; free them now, while the tasks that hold them still answer.
-    gc.collect()
     alone = tensorflow_server_pb2.ServerDef()
     alone.CopyFrom(connected)
     alone.cluster.Clear()
     alone.cluster.job.add(name=connected.job_name).tasks[connected.task_index] = _own_address(connected)
-    context.context().update_server_def(alone)
+    # Work still in flight for the departing tasks (a coordinator's per-worker resources) can fail
+    # as they go; TensorFlow's complaints about it go to DISCONNECT_LOG, not to the notebook.
+    with messages_to(DISCONNECT_LOG):
+        gc.collect()
+        context.context().update_server_def(alone)
 
 
 def _addresses(server_def):
