@@ -37,7 +37,7 @@ lab: install
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
 
 # One process. `$(PY) -m pytest -n 2 --dist loadfile` (pytest-xdist) takes about 11 min instead of
-# 32, but under its load a timing-sensitive check failed in four of five runs (see README, Tests).
+# 32, but under its load a timing-sensitive check failed in three of five runs (see README, Tests).
 test: install
 	$(PY) -m pytest
 

@@ -32,8 +32,8 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """The longest files first and the tests that read executed notebooks last. Under pytest-xdist
-    (`make test` runs two workers, one test file each at a time) this keeps both workers busy to
-    the end; a reader waits for a notebook still running on the other worker."""
+    (`pytest -n 2 --dist loadfile`, one test file per worker at a time) this keeps both workers busy
+    to the end; a reader waits for a notebook still running on the other worker."""
     def order(item):
         name = item.path.name
         return (name in READERS_OF_EXECUTED_NOTEBOOKS,
