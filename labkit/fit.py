@@ -11,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from labkit.data import shuffled_batches
+from labkit.data import array_file, shuffled_batches
 
 
 class EpochProgress(tf.keras.callbacks.Callback):
@@ -36,9 +36,11 @@ def fit(model, x, y, epochs, steps_per_epoch, batch_size=64, seed=0):
     (``labkit.data.shuffled_batches``): the input context that ``DatasetCreator``
     passes is pipeline 0 of 1 on every worker under ParameterServerStrategy, so
     ``dataset.shard(context.num_input_pipelines, ...)`` would not split anything.
+    The workers read ``x`` and ``y`` from files (``labkit.data.array_file``), not from the traced function.
     """
+    files = (array_file(x), array_file(y))
     creator = tf.keras.utils.experimental.DatasetCreator(
-        lambda input_context: shuffled_batches((x, y), batch_size, seed))
+        lambda input_context: shuffled_batches(tuple(file.read() for file in files), batch_size, seed))
     return model.fit(creator, epochs=epochs, steps_per_epoch=steps_per_epoch,
                      callbacks=[EpochProgress(epochs)], verbose=0)
 

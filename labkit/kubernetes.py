@@ -26,7 +26,8 @@ from labkit import tfconfig
 
 DEFAULT_NAME = "pslab"
 CHECKPOINT_DIR = "/checkpoints"
-DEFAULT_CHIEF_COMMAND = f"python -m labkit.coordinator --checkpoint-dir {CHECKPOINT_DIR}"
+# The pods share no disk but the checkpoint volume: the arrays travel in the dataset function.
+DEFAULT_CHIEF_COMMAND = f"python -m labkit.coordinator --checkpoint-dir {CHECKPOINT_DIR} --ship-arrays"
 TASK_MEMORY = "1Gi"  # an idle task process uses ~730 MB here
 TASK_ENV = {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "PYTHONUNBUFFERED": "1"}
 RUN_AS_USER = 1000  # the Dockerfile's pslab user; fsGroup makes the checkpoint volume writable for it

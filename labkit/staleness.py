@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from labkit import fit, models, train
+from labkit.data import current_worker_index, mnist_dataset_fn
 
 
 class Constant:
@@ -237,21 +238,12 @@ def slowed(dataset, milliseconds):
 
 
 def worker_batches(data, batch_size, seed, straggler=None, straggler_ms=0):
-    """A ``dataset_fn``: MNIST batches in a different order on each worker; worker ``straggler`` slowed.
-
-    Each worker and epoch gets its own stateless permutation, with the worker index in its seed.
-    """
-    size = len(data.x_train)
+    """A ``dataset_fn``: MNIST batches in each worker's own order (``labkit.data``); worker ``straggler`` slowed."""
+    batches = mnist_dataset_fn(data, batch_size, seed)
 
     def dataset_fn():
-        worker = tf.cast(tf.distribute.coordinator.experimental_get_current_worker_index(), tf.int64)
-
-        def example(position):
-            seeds = tf.stack([1000 * seed + worker, position // size])
-            index = tf.random.experimental.index_shuffle(position % size, seeds, size - 1)
-            return tf.gather(data.x_train, index), tf.gather(data.y_train, index)
-        dataset = tf.data.Dataset.range(2 ** 62).map(example).batch(batch_size)
-        return slowed(dataset, straggler_ms) if straggler is not None and worker == straggler else dataset
+        dataset = batches()
+        return slowed(dataset, straggler_ms) if straggler is not None and current_worker_index() == straggler else dataset
     return dataset_fn
 
 

@@ -6,6 +6,8 @@ import tempfile
 # Before labkit is imported: clusters of this test process record themselves in a directory of
 # its own, never in ~/.cache (under pytest-xdist, each worker process has its own).
 STATE_DIR = os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-test-state-")
+# The arrays the labs' dataset functions read from files (labkit.data.array_file), likewise.
+ARRAY_DIR = os.environ["LABKIT_ARRAY_DIR"] = os.path.join(STATE_DIR, "arrays")
 
 import pytest  # noqa: E402
 

