@@ -177,14 +177,14 @@ class StalenessSGD:
                                                maxval=self.delay, dtype=tf.int64)
         else:
             slot = arrival % self.delay
-        released_version = self.waiting_versions[slot]
+        released_version = self.waiting_versions.sparse_read(slot)  # only this slot leaves the PS
         with tf.control_dependencies([released_version]):
             self.waiting_versions.scatter_nd_update([[slot]], [read_version])
         released = {}
         for buffer_name, new_values in (("waiting", gradients), ("waiting_read", read_parameters)):
             released[buffer_name] = []
             for waiting, value in zip(getattr(self, buffer_name), new_values):
-                released[buffer_name].append(waiting[slot])
+                released[buffer_name].append(waiting.sparse_read(slot))
                 with tf.control_dependencies([released[buffer_name][-1]]):
                     waiting.scatter_nd_update([[slot]], [value])
         released_read = released["waiting_read"] or [None] * len(gradients)
