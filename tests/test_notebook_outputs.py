@@ -1,4 +1,5 @@
-"""What a learner sees in the executed smoke notebooks: every figure drawn, no unexplained red.
+"""What a learner sees in the executed smoke notebooks: every figure drawn, no unexplained red,
+and the results each run recorded for scripts and `labkit sweep`.
 
 Reads the copies nbval executed earlier in this pytest run (saved to runs/smoke/ by
 executed_notebooks.py); it runs no notebook itself.
@@ -9,7 +10,8 @@ import nbformat
 import pytest
 
 from executed_notebooks import FIGURE_CALLS, executed_copy
-from smoke_notebooks import SMOKE_PARAMETERS
+from labkit import results
+from smoke_notebooks import NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
 
 BARE_FIGURE = re.compile(r"^<Figure size [^>]*>$")
 # stderr lines a notebook may show (each explained in the notebook). Everything else is noise a
@@ -19,6 +21,26 @@ ALLOWED_STDERR = {
     "02_strategy_and_mnist.ipynb": [r"dataset_ops\.py:\d+: UserWarning: To make it possible to preserve tf\.data "
                                     r"options across serialization boundaries",
                                     r'^\s*warnings\.warn\("To make it possible to preserve tf\.data options'],
+}
+
+# The key results each notebook records (README, "How a notebook records its results"); it may record more.
+RECORDED = {
+    "00_welcome.ipynb": {"tensorflow", "keras", "cpu_cores"},
+    "01_tf_config_and_cluster.ipynb": {"num_workers", "num_ps", "ready_seconds", "all_tasks_stopped"},
+    "02_strategy_and_mnist.ipynb": {"test_accuracy", "steps_per_second_1", "steps_per_second_packed"},
+    "03_custom_training_loop.ipynb": {"test_accuracy", "steps_per_second_1", "steps_per_second_packed",
+                                      "mb_sent_per_task_arrays", "mb_sent_per_task_files", "dynamic_seconds",
+                                      "static_seconds"},
+    "04_mini_transformer_lm.ipynb": {"perplexity", "untrained_perplexity", "uniform_perplexity",
+                                     "unigram_perplexity", "bigram_perplexity", "lookup_bytes"},
+    "05_gradient_compression.ipynb": {"dense_accuracy", "top_k_accuracy", "total_bytes_ratio", "dgc_accuracy",
+                                      "naive_top_k_accuracy"},
+    "06_stale_gradients.ipynb": {"mean_tau_1w_1s", "mean_tau_2w_1s", "stale_share_2w_10s", "slowed_mean_tau",
+                                 "ssp_max_tau", "ssp_waited_seconds", "accuracy_fresh_Constant",
+                                 "accuracy_constant_Constant", "accuracy_constant_InverseTau"},
+    "07_fault_tolerance.ipynb": {"accuracy_undisturbed", "accuracy_worker_failure", "ps_steps_lost",
+                                 "ps_recovery_seconds", "coordinator_recovery_seconds"},
+    "09_laptop_to_cluster.ipynb": {"test_accuracy", "model_bytes", "kubernetes_objects"},
 }
 
 
@@ -63,6 +85,20 @@ def test_every_figure_is_an_image(name):
 def test_no_unexplained_stderr(name):
     lines = unexplained(stderr_lines(executed(name)), ALLOWED_STDERR.get(name, []))
     assert lines == [], f"{name}: {len(lines)} unexplained stderr lines:\n" + "\n".join(lines[:20])
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_every_notebook_records_its_key_results(name):
+    executed_copy(name)  # its smoke run has finished
+    recorded = results.load(results_dir(name))
+    assert RECORDED[name] <= set(recorded), f"{name} did not record {sorted(RECORDED[name] - set(recorded))}"
+    assert all(recorded[key] is not None for key in RECORDED[name]), f"{name} recorded None: {recorded}"
+
+
+def test_every_notebook_takes_a_results_dir_and_says_what_it_records():
+    names = sorted(path.name for path in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    assert [name for name in names if not takes_results_dir(name)] == []
+    assert sorted(RECORDED) == names
 
 
 def notebook_with(source, *outputs):
