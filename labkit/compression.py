@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 
 from labkit import fit, models, traffic, train
+from labkit.data import mnist_dataset_fn
 
 
 def payload_bytes(payload):
@@ -415,18 +416,6 @@ def make_train_steps(strategy, model, optimizer, pulls, steps_per_closure):
     return train.pack_steps(strategy, one_step, steps_per_closure)
 
 
-def mnist_dataset_fn(data, batch_size, num_workers, seed):
-    """MNIST batches; each worker reads its own shard of the training files (``MNIST.training_files``)."""
-    files = data.training_files()
-
-    def dataset_fn():
-        worker = tf.distribute.coordinator.experimental_get_current_worker_index()
-        images, labels = (file.read() for file in files)
-        dataset = tf.data.Dataset.from_tensor_slices((images, labels)).shard(num_workers, worker)
-        return dataset.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
-    return dataset_fn
-
-
 @dataclass
 class Result:
     """One MNIST training run: bytes per step (payloads counted, socket bytes measured) and accuracy."""
@@ -470,7 +459,7 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
         model = models.mnist_mlp(hidden_units)
         optimizer = CompressedSGD(model.trainable_variables, compressor, learning_rate, **sgd_options)
         pulls = CompressedPulls(strategy, model.trainable_variables, pull) if pull else None
-    batches = train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, num_workers, seed))
+    batches = train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, seed, shards=num_workers))
     train_steps = make_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
 
     def counted():

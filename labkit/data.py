@@ -261,9 +261,11 @@ def shuffled_batches(arrays, batch_size, seed=0):
     return tf.data.Dataset.range(2 ** 62).map(example).batch(batch_size).prefetch(2)
 
 
-def mnist_dataset_fn(data, batch_size, seed=0, ship_arrays=False):
+def mnist_dataset_fn(data, batch_size, seed=0, ship_arrays=False, shards=None):
     """A ``dataset_fn`` of MNIST training batches for ``create_per_worker_dataset`` or ``DatasetCreator``.
 
+    Each worker streams the whole training set in its own order (``shuffled_batches``); with
+    ``shards=N`` worker ``w`` takes every N-th example from the ``w``-th, so no two workers share one.
     Each worker reads the training arrays from files (``MNIST.training_files``); with
     ``ship_arrays=True`` they are captured in the traced function instead and sent to every
     task (for workers that share no disk with the coordinator).
@@ -274,8 +276,13 @@ def mnist_dataset_fn(data, batch_size, seed=0, ship_arrays=False):
     files = None if ship_arrays else data.training_files()
 
     def dataset_fn(input_context=None):
+        import tensorflow as tf
+
         arrays = (data.x_train, data.y_train) if ship_arrays else tuple(file.read() for file in files)
-        return shuffled_batches(arrays, batch_size, seed)
+        if shards is None:
+            return shuffled_batches(arrays, batch_size, seed)
+        own_shard = tf.data.Dataset.from_tensor_slices(arrays).shard(shards, current_worker_index())
+        return own_shard.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
     return dataset_fn
 
 
