@@ -13,6 +13,7 @@ What happens when a task dies:
 
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
+import gc
 import json
 import math
 import os
@@ -159,6 +160,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
     pending = sorted(faults, key=lambda fault: fault.step)
     failure = None
     while True:
+        gc.collect()  # free earlier jobs' functions now, not while a coordinator thread reconnects the cluster
         job = make_job()
         checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
         manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
