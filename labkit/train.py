@@ -48,13 +48,16 @@ def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, met
 
     ``loss_fn(labels, outputs)`` returns the mean loss of a batch. ``metrics`` are
     Keras metrics created under ``strategy.scope()``, updated as ``metric(labels, outputs)``.
+    A synchronous strategy (MultiWorkerMirroredStrategy) SUMS the replicas' gradients, so each
+    replica's loss is divided by ``num_replicas_in_sync`` (1 under ParameterServerStrategy).
     """
     def one_step(iterator):
         features, labels = next(iterator)
         with tf.GradientTape() as tape:
             outputs = model(features, training=True)
             loss = loss_fn(labels, outputs)
-        gradients = tape.gradient(loss, model.trainable_variables)
+            share_of_the_sum = loss / strategy.num_replicas_in_sync
+        gradients = tape.gradient(share_of_the_sum, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         for metric in metrics:
             metric.update_state(labels, outputs)
