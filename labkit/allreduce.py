@@ -19,6 +19,7 @@ collective per step. Our datasets are endless but TensorFlow cannot tell, so ``P
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -209,12 +210,14 @@ def run_all_reduce(*plans, timeout=600.0, log_dir=None):
 
     Returns one dict per plan: {phase name: Phase} (times, losses and accuracies from worker 0;
     bytes from every worker), "held_bytes" and "rss_bytes" per worker, and the workers' "pids".
-    Whatever happens (an error, Ctrl-C), the processes are gone when it returns or raises.
+    Whatever happens (an error, Ctrl-C), the processes are gone when it returns or raises. The
+    workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a clean run).
     """
     num_workers = {plan.num_workers for plan in plans}
     if len(num_workers) != 1:
         raise ValueError(f"the plans ask for different numbers of workers ({sorted(num_workers)}); "
                          "one run has one set of workers: run them separately.")
+    own_log_dir = log_dir is None
     log_dir = Path(log_dir or tempfile.mkdtemp(prefix="labkit-allreduce-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     cluster = {"worker": [f"{HOST}:{pick_port()}" for _ in range(num_workers.pop())]}
@@ -232,6 +235,8 @@ def run_all_reduce(*plans, timeout=600.0, log_dir=None):
         processes.stop(workers)
     reports = [json.loads((log_dir / f"worker-{index}.json").read_text()) for index in range(len(workers))]
     pids = {f"worker:{index}": worker.pid for index, worker in enumerate(workers)}
+    if own_log_dir:
+        shutil.rmtree(log_dir)
     return [_combine([report[number] for report in reports]) | {"pids": pids} for number in range(len(plans))]
 
 
