@@ -221,27 +221,31 @@ def token_windows(ids, sequence_length, max_windows=None):
 SEEDS_PER_WORKER = 1_000  # worker_seed gives distinct seeds to up to this many workers
 
 
-def current_worker_index():
+def current_worker_index(input_context=None):
     """The index of the worker building the dataset; 0 in a local, eager run.
 
-    Inside a ``dataset_fn`` given to ``create_per_worker_dataset`` (or to ``model.fit``
-    on a PS cluster) it is a value each worker fills in when it runs the traced function.
+    Under ParameterServerStrategy, inside a ``dataset_fn`` given to ``create_per_worker_dataset``
+    (or to ``model.fit``), it is a value each worker fills in when it runs the traced function;
+    the input context there is always pipeline 0 of 1. Under MultiWorkerMirroredStrategy each
+    worker calls the ``dataset_fn`` itself, eagerly, and its ``input_context.input_pipeline_id``
+    is its index.
     """
     import tensorflow as tf
 
+    pipeline = input_context.input_pipeline_id if input_context is not None else 0
     if not tf.inside_function():
-        return 0
-    return tf.distribute.coordinator.experimental_get_current_worker_index()
+        return pipeline
+    return tf.distribute.coordinator.experimental_get_current_worker_index() + pipeline
 
 
-def worker_seed(seed):
+def worker_seed(seed, input_context=None):
     """``seed`` folded with the index of the worker that builds the dataset: ``seed * 1000 + index``."""
     import tensorflow as tf
 
-    return tf.constant(seed * SEEDS_PER_WORKER, tf.int64) + tf.cast(current_worker_index(), tf.int64)
+    return tf.constant(seed * SEEDS_PER_WORKER, tf.int64) + tf.cast(current_worker_index(input_context), tf.int64)
 
 
-def shuffled_batches(arrays, batch_size, seed=0):
+def shuffled_batches(arrays, batch_size, seed=0, input_context=None):
     """A repeating dataset of shuffled batches of ``arrays`` (a tuple sliced along the first axis).
 
     Each worker and epoch gets its own stateless permutation seeded with ``worker_seed(seed)``:
@@ -251,7 +255,7 @@ def shuffled_batches(arrays, batch_size, seed=0):
     import tensorflow as tf
 
     size = int(arrays[0].shape[0])
-    seed_of_this_worker = worker_seed(seed)
+    seed_of_this_worker = worker_seed(seed, input_context)
 
     def example(position):
         seeds = tf.stack([seed_of_this_worker, position // size])
@@ -271,7 +275,8 @@ def mnist_dataset_fn(data, batch_size, seed=0, ship_arrays=False, shards=None):
     task (for workers that share no disk with the coordinator).
     ``DatasetCreator`` passes an input context; under ParameterServerStrategy it is
     always pipeline 0 of 1 (the function is traced once, on the coordinator), so it
-    cannot tell workers apart and is ignored: the worker index in the seed does that.
+    cannot tell workers apart: the worker index in the seed does that. Under
+    MultiWorkerMirroredStrategy its pipeline id is the worker's index (``current_worker_index``).
     """
     files = None if ship_arrays else data.training_files()
 
@@ -280,10 +285,31 @@ def mnist_dataset_fn(data, batch_size, seed=0, ship_arrays=False, shards=None):
 
         arrays = (data.x_train, data.y_train) if ship_arrays else tuple(file.read() for file in files)
         if shards is None:
-            return shuffled_batches(arrays, batch_size, seed)
-        own_shard = tf.data.Dataset.from_tensor_slices(arrays).shard(shards, current_worker_index())
+            return shuffled_batches(arrays, batch_size, seed, input_context)
+        own_shard = tf.data.Dataset.from_tensor_slices(arrays).shard(shards, current_worker_index(input_context))
         return own_shard.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
     return dataset_fn
+
+
+def power_law_ids(rows, ids_per_example, batch_size, seed=0, input_context=None):
+    """Repeating batches of (item ids, label) as a recommendation model sees them: a few items are
+    very popular, most are rare.
+
+    Each id is ``floor(rows ** u) - 1`` with ``u`` uniform in [0, 1): a power law, id ``k`` drawn
+    with probability about ``1 / ((k + 1) ln rows)``. The label, whether the example's first id is
+    even, can only be learned row by row. Each worker draws its own stream (``worker_seed``).
+    """
+    import tensorflow as tf
+
+    seed_of_this_worker = worker_seed(seed, input_context)
+
+    def batch(step):
+        uniform = tf.random.stateless_uniform([batch_size, ids_per_example], tf.stack([seed_of_this_worker, step]))
+        ids = tf.cast(tf.floor(tf.pow(float(rows), uniform)), tf.int64) - 1
+        ids = tf.clip_by_value(ids, 0, rows - 1)  # float rounding can reach rows itself
+        return ids, ids[:, 0] % 2
+
+    return tf.data.Dataset.range(2 ** 62).map(batch).prefetch(2)
 
 
 def next_token_windows(ids, sequence_length, batch_size, seed=0):

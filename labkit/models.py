@@ -26,6 +26,19 @@ def mnist_mlp(hidden_units=128, learning_rate=1e-3, steps_per_execution=1):
     return model
 
 
+def item_embedding_classifier(rows, dim=16, ids_per_example=8):
+    """A recommendation-style model: a large embedding table (``rows`` x ``dim``) and a small head.
+
+    Each step reads only the rows of the ids in its batch, so the table's gradient is sparse
+    (``tf.IndexedSlices``: the touched rows and their ids). Two logits per example. Not compiled.
+    """
+    ids = tf.keras.Input(shape=(ids_per_example,), dtype="int64", name="item_ids")
+    x = tf.keras.layers.Embedding(rows, dim, name="item_embedding")(ids)
+    x = tf.keras.layers.Flatten()(x)
+    logits = tf.keras.layers.Dense(2, name="logits")(x)
+    return tf.keras.Model(ids, logits, name="item_embedding_classifier")
+
+
 class PositionEmbedding(tf.keras.layers.Layer):
     """Adds a learned vector to each position of a (batch, positions, features) input."""
 

@@ -48,31 +48,35 @@ def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, met
 
     ``loss_fn(labels, outputs)`` returns the mean loss of a batch. ``metrics`` are
     Keras metrics created under ``strategy.scope()``, updated as ``metric(labels, outputs)``.
+    A synchronous strategy (MultiWorkerMirroredStrategy) SUMS the replicas' gradients, so each
+    replica's loss is divided by ``num_replicas_in_sync`` (1 under ParameterServerStrategy).
     """
-    def one_step(iterator):
-        features, labels = next(iterator)
+    def one_step(features, labels):
         with tf.GradientTape() as tape:
             outputs = model(features, training=True)
             loss = loss_fn(labels, outputs)
-        gradients = tape.gradient(loss, model.trainable_variables)
+            share_of_the_sum = loss / strategy.num_replicas_in_sync
+        gradients = tape.gradient(share_of_the_sum, model.trainable_variables)
         optimizer.apply_gradients(zip(gradients, model.trainable_variables))
         for metric in metrics:
             metric.update_state(labels, outputs)
         return loss
 
-    return pack_steps(strategy, one_step, steps_per_closure)
+    return pack_steps(strategy, one_step, steps_per_closure, fetch_first=True)
 
 
-def pack_steps(strategy, one_step, steps_per_closure):
+def pack_steps(strategy, one_step, steps_per_closure, fetch_first=False):
     """A ``tf.function`` that runs ``one_step(iterator)`` ``steps_per_closure`` times on one worker.
 
     ``one_step`` takes the batch from the iterator itself, so it decides what happens before the fetch.
+    With ``fetch_first``, the batch is taken before ``strategy.run`` and ``one_step(*batch)`` gets it:
+    MultiWorkerMirroredStrategy refuses ``next(iterator)`` inside ``strategy.run``.
     """
     @tf.function
     def train_steps(iterator):
         loss = tf.constant(0.0)
         for _ in tf.range(steps_per_closure):  # step packing: one dispatch, K steps
-            loss = strategy.run(one_step, args=(iterator,))
+            loss = strategy.run(one_step, args=next(iterator) if fetch_first else (iterator,))
         return loss
 
     return train_steps

@@ -45,6 +45,10 @@ SMOKE_PARAMETERS = {
                                       "out_dir": "../../runs/bench/smoke08"},
     "09_laptop_to_cluster.ipynb": {"num_workers": 1, "num_steps": 150, "checkpoint_every": 50,
                                    "target_accuracy": 0.8},
+    # 2 workers, both strategies, both models, shorter: accuracy, the lockstep limit, bytes per step
+    # and where the table lives are still asserted inside.
+    "10_ps_vs_allreduce.ipynb": {"intervals": 3, "batches_per_interval": 40, "target_accuracy": 0.6,
+                                 "slow_intervals": 1, "embedding_intervals": 1},
 }
 
 

@@ -1,0 +1,367 @@
+"""Synchronous all-reduce beside asynchronous parameter servers: the same model, data and workers.
+
+Under ParameterServerStrategy one program, the coordinator, drives the cluster. Under
+``tf.distribute.MultiWorkerMirroredStrategy`` (MWMS) there is none: every worker runs the SAME
+program, configured by its own TF_CONFIG, holds a full copy of the variables, and each step
+waits until all workers have all-reduced their gradients. ``run_all_reduce`` starts
+``num_workers`` processes of ``python -m labkit.allreduce`` (``labkit.children``: they exit with
+their parent), waits for them and reads what each wrote to a JSON file.
+``run_parameter_servers`` trains the same ``Plan`` on a ``LocalCluster`` from this process.
+
+Facts checked in TensorFlow 2.21's source: on CPU the collectives are RING all-reduce over gRPC
+(``CommunicationImplementation.AUTO``); dense gradients are all-reduced, while ``IndexedSlices``
+(an embedding's gradient) are ALL-GATHERED, each worker receiving every other worker's rows and
+ids (``cross_device_utils.all_reduce_indexed_slices``); Keras sums the replicas' gradients.
+And unless a dataset's cardinality is INFINITE (a ``repeat()`` at its end), MWMS makes every step
+all-reduce whether each worker still has data (``input_lib._enable_get_next_as_optional``): one more
+collective per step. Our datasets are endless but TensorFlow cannot tell, so ``Plan.dataset_fn`` repeats.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+from tqdm.auto import tqdm
+
+from labkit import children, processes, traffic
+from labkit.cluster import HOST, pick_port
+
+MODELS = ("mlp", "embedding")
+PROGRESS_LINE = "samples done:"
+
+
+@dataclass
+class Plan:
+    """What both strategies run. Steps are counted in batches of ``batch_size`` (one worker's step):
+    an interval is ``batches_per_interval`` batches summed over all workers."""
+
+    model: str = "mlp"                # "mlp": the MNIST MLP; "embedding": a large item-embedding table
+    num_workers: int = 2
+    batch_size: int = 64              # per worker and step, both strategies
+    steps_per_call: int = 10          # steps packed in one tf.function call (PS: one scheduled closure)
+    batches_per_interval: int = 100
+    intervals: int = 6
+    slow_worker: int = None           # then train ``slow_intervals`` more with this worker slowed
+    slow_ms: float = 0.0              # its pause before each batch
+    slow_intervals: int = 0
+    rows: int = 1_000_000             # embedding only
+    dim: int = 16
+    ids_per_example: int = 8
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; use one of {', '.join(MODELS)}.")
+        for name in ("num_workers", "batch_size", "steps_per_call", "batches_per_interval", "intervals"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
+        per_call = self.steps_per_call * self.num_workers  # one synchronous call: a packed step on every worker
+        if self.batches_per_interval % per_call:
+            raise ValueError(f"batches_per_interval ({self.batches_per_interval}) must be a multiple of "
+                             f"steps_per_call x num_workers ({per_call}): under all-reduce every call runs "
+                             f"{self.steps_per_call} steps on each of the {self.num_workers} workers.")
+        if self.slow_worker is not None and not 0 <= self.slow_worker < self.num_workers:
+            raise ValueError(f"slow_worker {self.slow_worker} is not a worker index (0 to {self.num_workers - 1}); "
+                             "use None for no slowed worker.")
+
+    @property
+    def phases(self):
+        """(name, intervals, slowed worker): the even phase, then the one with a slowed worker, if any."""
+        even = [("even", self.intervals, None)]
+        return even + ([("slowed", self.slow_intervals, self.slow_worker)]
+                       if self.slow_worker is not None and self.slow_intervals else [])
+
+    def build(self):
+        """(model, optimizer), under the caller's ``strategy.scope()``.
+
+        The embedding trains with Adagrad: its sparse update touches only the rows of the batch
+        (legacy Adam would decay every row's moments at every step).
+        """
+        import tensorflow as tf
+
+        from labkit import models
+
+        if self.model == "mlp":
+            return models.mnist_mlp(), tf.keras.optimizers.legacy.Adam(1e-3)
+        return (models.item_embedding_classifier(self.rows, self.dim, self.ids_per_example),
+                tf.keras.optimizers.legacy.Adagrad(0.1))
+
+    def dataset_fn(self, data=None, slow_worker=None):
+        """A ``dataset_fn`` for either strategy: each worker its own stream; ``slow_worker`` paused per batch."""
+        from labkit.data import current_worker_index, power_law_ids, shuffled_batches
+        from labkit.staleness import slowed
+
+        def dataset_fn(input_context=None):
+            if self.model == "mlp":
+                dataset = shuffled_batches((data.x_train, data.y_train), self.batch_size, self.seed, input_context)
+            else:
+                dataset = power_law_ids(self.rows, self.ids_per_example, self.batch_size, self.seed, input_context)
+            if slow_worker is not None and current_worker_index(input_context) == slow_worker:
+                dataset = slowed(dataset, self.slow_ms)
+            return dataset.repeat()  # of INFINITE cardinality: see the module's docstring
+        return dataset_fn
+
+
+@dataclass
+class Phase:
+    """One measured stretch of training. ``samples`` and ``seconds`` (training only, evaluation
+    excluded) are cumulative per interval; the bytes are those of ``batches`` worker steps."""
+
+    samples: list = field(default_factory=list)
+    seconds: list = field(default_factory=list)
+    loss: list = field(default_factory=list)
+    test_accuracy: list = field(default_factory=list)
+    link_bytes: float = 0.0           # into + out of the workers' links (None: no `ss` here)
+    batches: int = 0
+
+    @property
+    def samples_per_second(self):
+        return self.samples[-1] / self.seconds[-1]
+
+    @property
+    def link_bytes_per_step(self):
+        """Bytes through a worker's network link per batch it trained (pulls + pushes, or sent + received)."""
+        return None if self.link_bytes is None else self.link_bytes / self.batches
+
+    def seconds_to(self, accuracy):
+        """Training seconds until the first evaluation at or above ``accuracy`` (None: never reached)."""
+        return next((s for s, a in zip(self.seconds, self.test_accuracy) if a >= accuracy), None)
+
+
+def measure(run_interval, intervals, samples_per_interval, batches_per_interval, pids, evaluate=None,
+            progress=None):
+    """Time ``intervals`` calls of ``run_interval()`` (each returns its mean loss); count the bytes of
+    ``pids`` while they run, evaluate between them. ``progress(samples)`` after each, if given."""
+    phase, seconds = Phase(link_bytes=0.0 if traffic.available() else None), 0.0
+    for interval in range(1, intervals + 1):
+        before = traffic.process_traffic(pids) if traffic.available() else None
+        began = time.perf_counter()
+        phase.loss.append(float(run_interval()))
+        seconds += time.perf_counter() - began
+        if before is not None:
+            moved = traffic.process_traffic(pids) - before
+            phase.link_bytes += moved.sent + moved.received
+        phase.batches += batches_per_interval
+        phase.samples.append(interval * samples_per_interval)
+        phase.seconds.append(seconds)
+        if evaluate:
+            phase.test_accuracy.append(evaluate())
+        if progress:
+            progress(samples_per_interval)
+    return phase
+
+
+def evaluation(plan, model, data):
+    """A test-accuracy function for the MLP (None for the embedding, which has no test set)."""
+    from labkit import fit
+
+    return (lambda: fit.accuracy(model, data.x_test, data.y_test)) if plan.model == "mlp" else None
+
+
+# ----- asynchronous: parameter servers, driven from this process ------------------------
+def run_parameter_servers(plan, cluster, coordinator, data=None):
+    """Train ``plan`` on a running LocalCluster through ``coordinator``; {phase name: Phase}.
+
+    Bytes: what the parameter servers received (pushes) and sent (pulls). Every pull and push
+    crosses exactly one worker's link, so per batch that is one worker's link traffic.
+    """
+    from labkit import train
+
+    strategy = coordinator.strategy
+    with strategy.scope():
+        model, optimizer = plan.build()
+    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_call)
+    closures = plan.batches_per_interval // plan.steps_per_call
+    phases = {}
+    with tqdm(total=_total_samples(plan), desc="parameter servers", unit="sample") as bar:
+        for name, intervals, slow_worker in plan.phases:
+            iterator = train.per_worker_iterator(coordinator, plan.dataset_fn(data, slow_worker))
+            for _ in range(plan.num_workers):  # warm-up: tracing, each worker's first pulls
+                coordinator.schedule(steps, args=(iterator,))
+            coordinator.join()
+
+            def run_interval():
+                losses = [coordinator.schedule(steps, args=(iterator,)) for _ in range(closures)]
+                coordinator.join()
+                return sum(float(loss.fetch()) for loss in losses) / closures
+
+            phases[name] = measure(run_interval, intervals, plan.batches_per_interval * plan.batch_size,
+                                   plan.batches_per_interval, traffic.ps_pids(cluster),
+                                   evaluation(plan, model, data), bar.update)
+    phases["held_bytes"] = _held_bytes(model, optimizer)
+    return phases
+
+
+# ----- synchronous: all-reduce, one program on every worker ----------------------------
+class AllReduceError(RuntimeError):
+    """A worker of an all-reduce run failed or hung; the message ends with its log tail."""
+
+
+def run_all_reduce(*plans, timeout=600.0, log_dir=None):
+    """Run each plan in turn under MultiWorkerMirroredStrategy, on one set of local worker processes.
+
+    Returns one dict per plan: {phase name: Phase} (times, losses and accuracies from worker 0;
+    bytes from every worker), "held_bytes" and "rss_bytes" per worker, and the workers' "pids".
+    Whatever happens (an error, Ctrl-C), the processes are gone when it returns or raises. The
+    workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a clean run).
+    """
+    num_workers = {plan.num_workers for plan in plans}
+    if len(num_workers) != 1:
+        raise ValueError(f"the plans ask for different numbers of workers ({sorted(num_workers)}); "
+                         "one run has one set of workers: run them separately.")
+    own_log_dir = log_dir is None
+    log_dir = Path(log_dir or tempfile.mkdtemp(prefix="labkit-allreduce-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    cluster = {"worker": [f"{HOST}:{pick_port()}" for _ in range(num_workers.pop())]}
+    plan_arguments = [argument for plan in plans for argument in ("--plan", json.dumps(asdict(plan)))]
+    workers = []
+    try:
+        for index in range(len(cluster["worker"])):
+            env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CONFIG=json.dumps(tf_config(cluster, index)))
+            with open(log_dir / f"worker-{index}.log", "wb") as log:
+                workers.append(children.start("labkit.allreduce", *plan_arguments,
+                                              "--out", str(log_dir / f"worker-{index}.json"), env=env,
+                                              stdout=log, stderr=subprocess.STDOUT))
+        _wait(workers, log_dir, sum(_total_samples(plan) for plan in plans), timeout)
+    finally:
+        processes.stop(workers)
+    reports = [json.loads((log_dir / f"worker-{index}.json").read_text()) for index in range(len(workers))]
+    pids = {f"worker:{index}": worker.pid for index, worker in enumerate(workers)}
+    if own_log_dir:
+        shutil.rmtree(log_dir)
+    return [_combine([report[number] for report in reports]) | {"pids": pids} for number in range(len(plans))]
+
+
+def tf_config(cluster, index):
+    """Worker ``index``'s TF_CONFIG for all-reduce: the cluster lists workers only, worker 0 is the chief.
+
+    (``labkit.tfconfig`` checks parameter-server clusters, which need a "ps" job.)
+    """
+    return {"cluster": cluster, "task": {"type": "worker", "index": index}}
+
+
+def _wait(workers, log_dir, total_samples, timeout):
+    """Wait for every worker to exit 0, showing worker 0's progress; raise AllReduceError otherwise."""
+    deadline = time.monotonic() + timeout
+    progress_log = log_dir / "worker-0.log"
+    with tqdm(total=total_samples, desc="all-reduce", unit="sample") as bar:
+        while any(worker.poll() is None for worker in workers):
+            failed = [(index, worker.returncode) for index, worker in enumerate(workers)
+                      if worker.returncode not in (None, 0)]
+            if failed:
+                index, code = failed[0]
+                raise AllReduceError(f"all-reduce worker {index} exited with code {code}. Last lines of "
+                                     f"{log_dir}/worker-{index}.log:\n{processes.log_tail(log_dir / f'worker-{index}.log')}")
+            if time.monotonic() > deadline:
+                raise AllReduceError(f"the all-reduce workers did not finish within {timeout:.0f} s. Last lines "
+                                     f"of {progress_log}:\n{processes.log_tail(progress_log)}")
+            bar.n = _samples_done(progress_log)
+            bar.refresh()
+            time.sleep(0.2)
+        bar.n = _samples_done(progress_log)
+    failed = [index for index, worker in enumerate(workers) if worker.returncode != 0]
+    if failed:
+        raise AllReduceError(f"all-reduce worker {failed[0]} exited with code {workers[failed[0]].returncode}. "
+                             f"Last lines:\n{processes.log_tail(log_dir / f'worker-{failed[0]}.log')}")
+
+
+def _samples_done(log_path):
+    lines = [line for line in processes.log_tail(log_path, 5).splitlines() if line.startswith(PROGRESS_LINE)]
+    return int(lines[-1].split()[-1]) if lines else 0
+
+
+def _combine(reports):
+    """Worker 0's phases, with every worker's bytes and batches added up."""
+    combined = {"held_bytes": [report["held_bytes"] for report in reports],
+                "rss_bytes": [report["rss_bytes"] for report in reports]}
+    for name in reports[0]["phases"]:
+        phases = [Phase(**report["phases"][name]) for report in reports]
+        total = phases[0]
+        total.batches = sum(phase.batches for phase in phases)
+        if total.link_bytes is not None:
+            total.link_bytes = sum(phase.link_bytes for phase in phases)
+        combined[name] = total
+    return combined
+
+
+def _loss(labels, logits):
+    from labkit.models import mean_cross_entropy
+
+    return mean_cross_entropy(labels, logits)
+
+
+def _total_samples(plan):
+    return sum(intervals for _, intervals, _ in plan.phases) * plan.batches_per_interval * plan.batch_size
+
+
+def _held_bytes(model, optimizer):
+    """Bytes of the model's and optimizer's variables held by each task, e.g. {"ps:0": ..., "ps:1": ...}."""
+    from labkit import sharding
+
+    return sharding.bytes_per_task(model.variables + optimizer.variables())
+
+
+def main(argv=None):
+    """One MWMS worker: train each plan's phases, write this worker's measurements to ``--out``."""
+    parser = argparse.ArgumentParser(prog="python -m labkit.allreduce", description=main.__doc__)
+    parser.add_argument("--plan", required=True, action="append", help="a Plan as JSON (repeat for more)")
+    parser.add_argument("--out", required=True, help="where to write this worker's results (JSON)")
+    args = parser.parse_args(argv)
+    children.exit_with_parent_if_started_by_one()
+    plans = [Plan(**json.loads(plan)) for plan in args.plan]
+
+    import tensorflow as tf  # after labkit (imported above): Keras 2, GRPC_FAIL_FAST
+
+    from labkit.data import load_mnist
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first of all TensorFlow work
+    worker = tf.distribute.cluster_resolver.TFConfigClusterResolver().task_id
+    data = load_mnist() if any(plan.model == "mlp" for plan in plans) else None
+    done = 0
+
+    def progress(samples):
+        nonlocal done
+        done += samples
+        print(PROGRESS_LINE, done, flush=True)
+
+    reports = [_train_synchronously(strategy, plan, data, worker, progress) for plan in plans]
+    Path(args.out).write_text(json.dumps(reports))
+
+
+def _train_synchronously(strategy, plan, data, worker, progress):
+    """One plan on this MWMS worker: {"phases": {name: Phase as a dict}, "held_bytes", "rss_bytes"}."""
+    from labkit import train
+
+    with strategy.scope():
+        model, optimizer = plan.build()
+    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_call)
+    calls = plan.batches_per_interval // (plan.steps_per_call * plan.num_workers)
+    report = {"phases": {}}
+    for name, intervals, slow_worker in plan.phases:
+        iterator = iter(strategy.distribute_datasets_from_function(plan.dataset_fn(data, slow_worker)))
+        steps(iterator)  # warm-up: tracing, the collectives' first handshake
+
+        def run_interval():
+            return sum(float(steps(iterator)) for _ in range(calls)) / calls
+
+        # Only worker 0 evaluates, between its timed intervals; the others wait for it inside their
+        # next all-reduce. Worker 0's times are the ones reported.
+        phase = measure(run_interval, intervals, plan.batches_per_interval * plan.batch_size,
+                        plan.batches_per_interval // plan.num_workers, [os.getpid()],
+                        evaluation(plan, model, data) if worker == 0 else None, progress)
+        report["phases"][name] = asdict(phase)
+    report["held_bytes"] = sum(_held_bytes(model, optimizer).values())
+    report["rss_bytes"] = psutil.Process().memory_info().rss
+    return report
+
+
+if __name__ == "__main__":
+    main()
