@@ -160,7 +160,8 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
     pending = sorted(faults, key=lambda fault: fault.step)
     failure = None
     while True:
-        gc.collect()  # free earlier jobs' functions now, not while a coordinator thread reconnects the cluster
+        job = None  # the failed job, and earlier jobs' functions, go now, while nothing reconnects the cluster
+        gc.collect()
         job = make_job()
         checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
         manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)

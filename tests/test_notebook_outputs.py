@@ -41,6 +41,9 @@ RECORDED = {
     "07_fault_tolerance.ipynb": {"accuracy_undisturbed", "accuracy_worker_failure", "ps_steps_lost",
                                  "ps_recovery_seconds", "coordinator_recovery_seconds"},
     "09_laptop_to_cluster.ipynb": {"test_accuracy", "model_bytes", "kubernetes_objects"},
+    "10_ps_vs_allreduce.ipynb": {"ps_mlp_samples_per_s", "allreduce_mlp_samples_per_s", "ps_slowed_samples_per_s",
+                                 "allreduce_slowed_samples_per_s", "ps_embedding_samples_per_s",
+                                 "allreduce_embedding_samples_per_s"},
 }
 
 
