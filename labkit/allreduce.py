@@ -96,12 +96,14 @@ class Plan:
 
     def dataset_fn(self, data=None, slow_worker=None):
         """A ``dataset_fn`` for either strategy: each worker its own stream; ``slow_worker`` paused per batch."""
-        from labkit.data import current_worker_index, power_law_ids, shuffled_batches
+        from labkit.data import current_worker_index, mnist_dataset_fn, power_law_ids
         from labkit.staleness import slowed
 
+        mnist_batches = mnist_dataset_fn(data, self.batch_size, self.seed) if self.model == "mlp" else None
+
         def dataset_fn(input_context=None):
-            if self.model == "mlp":
-                dataset = shuffled_batches((data.x_train, data.y_train), self.batch_size, self.seed, input_context)
+            if mnist_batches:
+                dataset = mnist_batches(input_context)
             else:
                 dataset = power_law_ids(self.rows, self.ids_per_example, self.batch_size, self.seed, input_context)
             if slow_worker is not None and current_worker_index(input_context) == slow_worker:
