@@ -14,6 +14,7 @@ import pytest
 import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks, faults
 from labkit.cluster import Task
+from labkit.bench.costmodel import Prediction
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -329,6 +330,31 @@ def test_08_a_running_cluster_is_named():
     checks.clusters_stopped([])
     with pytest.raises(AssertionError, match="clusters still running"):
         checks.clusters_stopped([{"name": "bench", "owner_pid": 1}])
+
+
+def _cost_model_rows():
+    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "packing": 1, "steps_per_s_median": 100.0}
+    return [row, dict(row, workers=2, steps_per_s_median=150.0)]
+
+
+def test_08_every_custom_point_must_have_a_positive_prediction():
+    rows = _cost_model_rows()
+    good = [(rows[0], Prediction(100.0, "workers"), True), (rows[1], Prediction(200.0, "workers"), False)]
+    checks.predicted_every_point(good, rows + [dict(rows[0], loop="single-process")])
+    with pytest.raises(AssertionError, match="2 custom-loop points measured, but 1 predicted"):
+        checks.predicted_every_point(good[:1], rows)
+    with pytest.raises(AssertionError, match="not a positive number of steps/s"):
+        checks.predicted_every_point([good[0], (rows[1], Prediction(float("inf"), "coordinator"), False)], rows)
+
+
+def test_08_the_model_must_give_back_the_points_it_was_fitted_on():
+    rows = _cost_model_rows()
+    checks.fitted_points_reproduced([(rows[0], Prediction(105.0, "workers"), True),
+                                     (rows[1], Prediction(300.0, "workers"), False)])  # only fitted points count
+    with pytest.raises(AssertionError, match="measured 100.0, predicted 60.0 steps/s \\(cores\\)"):
+        checks.fitted_points_reproduced([(rows[0], Prediction(60.0, "cores"), True)])
+    with pytest.raises(AssertionError, match="no point was marked as fitted on"):
+        checks.fitted_points_reproduced([(rows[1], Prediction(150.0, "workers"), False)])
 
 
 def test_09_a_task_must_run_in_its_directory_with_its_tf_config(tmp_path):

@@ -1,8 +1,8 @@
-"""labkit.bench.model: the cost model's arithmetic on hand-built costs, and its inputs read from sweep rows."""
+"""labkit.bench.costmodel: the cost model's arithmetic on hand-built costs, and its inputs read from sweep rows."""
 import pytest
 
 from labkit import bench
-from labkit.bench.model import Cost, Costs, fit_cost, measure_costs, predict, predict_rows
+from labkit.bench.costmodel import Cost, Costs, fit_cost, measure_costs, predict, predict_rows
 
 MB = 1e6
 

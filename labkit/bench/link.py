@@ -15,7 +15,7 @@ from pathlib import Path
 
 from labkit import export, netns, processes
 from labkit.bench.files import machine
-from labkit.bench.model import measure_costs, predict, relative_error
+from labkit.bench.costmodel import measure_costs, predict, relative_error
 from labkit.bench.plan import Point
 from labkit.bench.sweep import sweep
 
