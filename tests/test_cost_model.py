@@ -144,3 +144,16 @@ def test_plan_measures_the_cost_model_inputs_for_every_model():
     for model in ("mlp", "lm"):
         one_worker = {(p.ps, p.packing) for p in points if p.model == model and p.workers == 1}
         assert one_worker == {(1, 1), (1, 50), (2, 50)}
+
+
+def test_every_cable_is_rate_limited_at_both_ends_so_each_direction_gets_the_rate():
+    from labkit import netns
+
+    network = netns.VirtualNetwork(["10.0.0.1", "10.0.0.2"], name="pslab-1")
+    commands = network.rate_limit_commands(100)
+    limited = {(command[2], command[6]) for command in commands}
+    assert limited == {("pslab-1-10.0.0.1", "eth0"), ("pslab-1-10.0.0.2", "eth0"),
+                       ("pslab-1-switch", "port0"), ("pslab-1-switch", "port1")}
+    assert all(command[8:12] == ["tbf", "rate", "100mbit", "burst"] for command in commands)
+    with pytest.raises(ValueError, match="rate_mbit must be > 0, got 0"):
+        network.limit_rate(0)
