@@ -65,9 +65,10 @@ def measure_on_namespaces(rate_mbit, workers, packing, batch_size, repeats, min_
         tasks = export.exported_tasks(out)
         started = []
         try:
-            for _, host, directory in tasks[:-1]:
+            for _, host, directory in tasks[:-1]:  # all at once: each spends seconds importing TensorFlow
                 started.append(export.start_task(directory, network.namespace(host)))
-                export.wait_until_serving(started[-1], directory)
+            for (_, _, directory), process in zip(tasks, started):
+                export.wait_until_serving(process, directory)
             before = network.traffic()[PS]
             _, chief_host, chief_dir = tasks[-1]
             export.follow_chief(export.start_task(chief_dir, network.namespace(chief_host)), chief_dir, 0,
