@@ -623,9 +623,15 @@ def fit_skipped_epochs(epochs_started, finished_epochs):
 
 # ----- 08 performance analysis --------------------------------------------------------
 def results_saved(table, points, saved):
-    """The CSV and JSON results have one row per measured point, positive speeds, and the machine."""
-    assert len(table) == len(points) == len(saved["results"]), (
-        f"{len(points)} points measured, but {len(table)} CSV rows and {len(saved['results'])} JSON results.")
+    """The CSV and JSON results hold every planned point (baselines once per cluster shape they were measured
+    beside), the same rows in both, positive speeds, and the machine."""
+    assert len(table) == len(saved["results"]), (
+        f"{len(table)} CSV rows but {len(saved['results'])} JSON results: the files disagree.")
+    fields = ("model", "loop", "workers", "ps", "packing", "batch_size")
+    measured = {tuple(str(row[name]) for name in fields) for row in table}
+    planned = {tuple(str(getattr(point, name)) for name in fields) for point in points}
+    assert measured == planned, (f"planned points missing from the CSV: {sorted(planned - measured)}; "
+                                 f"rows that were not planned: {sorted(measured - planned)}")
     slow = [row for row in table if not float(row["samples_per_s_median"]) > 0]
     assert not slow, f"rows without a positive median speed: {slow}"
     missing = {"cores", "memory_gib", "versions"} - set(saved["machine"])
