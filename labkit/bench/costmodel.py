@@ -50,7 +50,7 @@ class Costs:
             cost = getattr(self, name)
             if min(cost.per_step, cost.per_closure, cost.per_extra_ps) < 0 or not cost.at(1) > 0:
                 raise ValueError(f"{name} must be a positive cost (no negative part), got {cost}; "
-                                 "measure it again, or fit it with Cost.fit, which keeps each part >= 0.")
+                                 "measure it again, or fit it with fit_cost, which keeps each part >= 0.")
         if not (self.pull_bytes >= 0 and self.push_bytes >= 0):
             raise ValueError(f"bytes per step must be >= 0, got pull {self.pull_bytes}, push {self.push_bytes}.")
 
