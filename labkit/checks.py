@@ -666,18 +666,6 @@ def predicted_every_point(predicted, rows):
     assert not bad, f"predictions that are not a positive number of steps/s (model, workers, ps, K, steps/s): {bad}"
 
 
-def fitted_points_reproduced(predicted, tolerance=0.1):
-    """The model gives back the one-worker points it was fitted on, within ``tolerance``: the fit is right and
-    no other limit (coordinator, PS, cores) falls below what one worker was measured to do."""
-    fitted = [(row, prediction) for row, prediction, fitted_on in predicted if fitted_on]
-    assert fitted, "no point was marked as fitted on: the model was not fitted on this sweep's one-worker points."
-    missed = [f"{row['model']} {row['workers']}w {row['ps']}ps K={row['packing']}: measured "
-              f"{row['steps_per_s_median']:.1f}, predicted {prediction.steps_per_s:.1f} steps/s ({prediction.bottleneck})"
-              for row, prediction in fitted
-              if abs(prediction.steps_per_s - row["steps_per_s_median"]) > tolerance * row["steps_per_s_median"]]
-    assert not missed, "the model does not give back the points it was fitted on: " + "; ".join(missed)
-
-
 # ----- 09 laptop to cluster ------------------------------------------------------------
 def runs_with_its_files(process, directory):
     """A task process runs in its exported directory, with the TF_CONFIG of that directory's file."""

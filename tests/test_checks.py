@@ -355,16 +355,6 @@ def test_08_every_custom_point_must_have_a_positive_prediction():
         checks.predicted_every_point([good[0], (rows[1], Prediction(float("inf"), "coordinator"), False)], rows)
 
 
-def test_08_the_model_must_give_back_the_points_it_was_fitted_on():
-    rows = _cost_model_rows()
-    checks.fitted_points_reproduced([(rows[0], Prediction(105.0, "workers"), True),
-                                     (rows[1], Prediction(300.0, "workers"), False)])  # only fitted points count
-    with pytest.raises(AssertionError, match="measured 100.0, predicted 60.0 steps/s \\(cores\\)"):
-        checks.fitted_points_reproduced([(rows[0], Prediction(60.0, "cores"), True)])
-    with pytest.raises(AssertionError, match="no point was marked as fitted on"):
-        checks.fitted_points_reproduced([(rows[1], Prediction(150.0, "workers"), False)])
-
-
 def test_09_a_task_must_run_in_its_directory_with_its_tf_config(tmp_path):
     config = {"cluster": {"ps": ["localhost:1"], "worker": ["localhost:2"]}, "task": {"type": "ps", "index": 0}}
     (tmp_path / "ps-0").mkdir()
