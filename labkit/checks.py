@@ -623,9 +623,15 @@ def fit_skipped_epochs(epochs_started, finished_epochs):
 
 # ----- 08 performance analysis --------------------------------------------------------
 def results_saved(table, points, saved):
-    """The CSV and JSON results have one row per measured point, positive speeds, and the machine."""
-    assert len(table) == len(points) == len(saved["results"]), (
-        f"{len(points)} points measured, but {len(table)} CSV rows and {len(saved['results'])} JSON results.")
+    """The CSV and JSON results hold every planned point (baselines once per cluster shape they were measured
+    beside), the same rows in both, positive speeds, and the machine."""
+    assert len(table) == len(saved["results"]), (
+        f"{len(table)} CSV rows but {len(saved['results'])} JSON results: the files disagree.")
+    fields = ("model", "loop", "workers", "ps", "packing", "batch_size")
+    measured = {tuple(str(row[name]) for name in fields) for row in table}
+    planned = {tuple(str(getattr(point, name)) for name in fields) for point in points}
+    assert measured == planned, (f"planned points missing from the CSV: {sorted(planned - measured)}; "
+                                 f"rows that were not planned: {sorted(measured - planned)}")
     slow = [row for row in table if not float(row["samples_per_s_median"]) > 0]
     assert not slow, f"rows without a positive median speed: {slow}"
     missing = {"cores", "memory_gib", "versions"} - set(saved["machine"])
@@ -645,6 +651,19 @@ def dense_traffic_is_model_size(row, low=0.8, high=1.5):
 def clusters_stopped(leftover):
     """``leftover``, the clusters this process still runs (``labkit.cluster.running_clusters``), is empty."""
     assert leftover == [], f"clusters still running: {leftover}"
+
+
+# ----- 08 the cost model (labkit.bench.costmodel) ------------------------------------------
+def predicted_every_point(predicted, rows):
+    """Every custom-loop row has one prediction, a positive finite number of steps/s.
+
+    ``predicted``: (row, Prediction, fitted on it) from ``bench.costmodel.predict_rows``.
+    """
+    custom = [row for row in rows if row["loop"] == "custom"]
+    assert len(predicted) == len(custom), f"{len(custom)} custom-loop points measured, but {len(predicted)} predicted."
+    bad = [(row["model"], row["workers"], row["ps"], row["packing"], prediction.steps_per_s)
+           for row, prediction, _ in predicted if not (math.isfinite(prediction.steps_per_s) and prediction.steps_per_s > 0)]
+    assert not bad, f"predictions that are not a positive number of steps/s (model, workers, ps, K, steps/s): {bad}"
 
 
 # ----- 09 laptop to cluster ------------------------------------------------------------

@@ -132,6 +132,11 @@ def cmd_bench(args):
     if args.benchmark == "startup":
         bench.startup(args.repeats, args.workers, args.ps, args.out)
         return
+    if args.benchmark == "link":
+        from labkit.bench.link import link
+
+        link(args.rate_mbit, args.workers, args.packing, args.batch_size, args.repeats, args.min_steps, args.out)
+        return
     settings = {name: getattr(args, name) for name in bench.DEFAULTS}
     if args.report:
         bench.report(args.out, **settings)
@@ -226,12 +231,21 @@ def main(argv=None):
                               help="run notebook 08 on the sweep with papermill; the executed notebook goes to --out")
     bench_parser.set_defaults(run=cmd_bench, benchmark="sweep")
     startup_help = "time a cluster's start-to-ready against a bare `import tensorflow`, alternately in one run"
-    startup = bench_parser.add_subparsers(dest="benchmark", metavar="startup").add_parser(
-        "startup", help=startup_help, description=startup_help)
+    benchmarks = bench_parser.add_subparsers(dest="benchmark", metavar="startup | link")
+    startup = benchmarks.add_parser("startup", help=startup_help, description=startup_help)
     startup.add_argument("--repeats", type=int, default=3, help="rounds of both timings (default: %(default)s)")
     startup.add_argument("--workers", type=int, default=2, help="workers of the cluster (default: %(default)s)")
     startup.add_argument("--ps", type=int, default=1, help="parameter servers of the cluster (default: %(default)s)")
     startup.add_argument("--out", default="runs/bench", help="directory for startup.json (default: %(default)s)")
+    link_help = ("one point (MLP, 1 PS) over links rate-limited with tc on network namespaces (root), against the "
+                 "cost model's prediction from inputs measured on loopback in the same run")
+    link_parser = benchmarks.add_parser("link", help=link_help, description=link_help)
+    for flag, default, what in (("--rate-mbit", 100, "each link's rate in Mbit/s, each way"),
+                                ("--workers", 2, "workers, each on its own host"), ("--packing", 10, "steps per closure"),
+                                ("--batch-size", 64, "batch size"), ("--repeats", 5, "timed intervals"),
+                                ("--min-steps", 60, "steps per interval, at least")):
+        link_parser.add_argument(flag, type=int, default=default, help=f"{what} (default: %(default)s)")
+    link_parser.add_argument("--out", default="runs/bench/link", help="directory for link.json (default: %(default)s)")
     exercises_parser = commands.add_parser("exercises", help=cmd_exercises.__doc__, description=cmd_exercises.__doc__)
     exercises.add_arguments(exercises_parser)
     exercises_parser.set_defaults(run=cmd_exercises)

@@ -91,6 +91,25 @@ class VirtualNetwork:
                 raise NetnsError(f"`{' '.join(command)}` failed: {done.stderr.strip()}")
         return self
 
+    def rate_limit_commands(self, rate_mbit):
+        """The ``tc`` commands that limit every cable to ``rate_mbit`` in each direction: a token bucket
+        filter on the host's end (what it sends) and on the switch's end (what it receives)."""
+        tbf = ["root", "tbf", "rate", f"{rate_mbit}mbit", "burst", "64kb", "latency", "100ms"]
+        commands = []
+        for port, address in enumerate(self.addresses):
+            commands += [["tc", "-n", self.namespace(address), "qdisc", "add", "dev", "eth0", *tbf],
+                         ["tc", "-n", self.switch, "qdisc", "add", "dev", f"port{port}", *tbf]]
+        return commands
+
+    def limit_rate(self, rate_mbit):
+        """Limit every cable to ``rate_mbit`` Mbit/s each way (full duplex, as real links); raise NetnsError if tc fails."""
+        if not rate_mbit > 0:
+            raise ValueError(f"rate_mbit must be > 0, got {rate_mbit!r}; e.g. 100 for a 100 Mbit/s network.")
+        for command in self.rate_limit_commands(rate_mbit):
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode != 0:
+                raise NetnsError(f"`{' '.join(command)}` failed: {done.stderr.strip()}")
+
     def destroy(self):
         """Delete the namespaces (their cables and the bridge go with them). Stop their processes first."""
         for namespace in [self.namespace(address) for address in self.addresses] + [self.switch]:

@@ -16,7 +16,7 @@ from smoke_notebooks import ROOT, SMOKE_DIR
 
 EXECUTED_DIR = ROOT / "runs" / "smoke"
 # A cell containing one of these draws a figure, so it must output an image.
-FIGURE_CALLS = re.compile(r"plt\.show\(\)|\bbench\.plot\(")
+FIGURE_CALLS = re.compile(r"plt\.show\(\)|\bbench\.plot(_predictions)?\(")
 
 
 def pytest_runtest_teardown(item, nextitem):

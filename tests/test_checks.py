@@ -14,6 +14,7 @@ import pytest
 import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks, faults
 from labkit.cluster import Task
+from labkit.bench.costmodel import Prediction
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -304,15 +305,23 @@ def test_07_a_restarted_fit_must_skip_the_finished_epochs():
 
 
 def test_08_saved_results_must_match_the_points():
-    saved = {"results": [{}, {}], "machine": {"cores": 2, "memory_gib": 24, "versions": {}}}
-    table = [{"samples_per_s_median": "120.5"}, {"samples_per_s_median": "99"}]
-    checks.results_saved(table, [1, 2], saved)
-    with pytest.raises(AssertionError, match="2 points measured, but 1 CSV rows"):
-        checks.results_saved(table[:1], [1, 2], saved)
+    from labkit.bench import Point
+
+    points = [Point("mlp", "single-process", 0, 0, 10, 64), Point("mlp", "custom", 1, 1, 10, 64),
+              Point("mlp", "custom", 2, 1, 10, 64)]
+    table = [{**{k: str(v) for k, v in vars(p).items()}, "samples_per_s_median": "120.5"} for p in points]
+    table.append(dict(table[0]))  # the baseline, measured again beside the second cluster shape
+    saved = {"results": table, "machine": {"cores": 2, "memory_gib": 24, "versions": {}}}
+    checks.results_saved(table, points, saved)
+    with pytest.raises(AssertionError, match="4 CSV rows but 3 JSON results"):
+        checks.results_saved(table, points, dict(saved, results=table[:3]))
+    with pytest.raises(AssertionError, match=r"missing from the CSV: \[\('mlp', 'custom', '2'"):
+        checks.results_saved(table[:2], points, dict(saved, results=table[:2]))
     with pytest.raises(AssertionError, match="without a positive median speed"):
-        checks.results_saved([table[0], {"samples_per_s_median": "0"}], [1, 2], saved)
+        slow = [*table[:3], dict(table[0], samples_per_s_median="0")]
+        checks.results_saved(slow, points, dict(saved, results=slow))
     with pytest.raises(AssertionError, match="memory_gib"):
-        checks.results_saved(table, [1, 2], dict(saved, machine={"cores": 2, "versions": {}}))
+        checks.results_saved(table, points, dict(saved, machine={"cores": 2, "versions": {}}))
 
 
 def test_08_dense_traffic_must_be_about_the_model_size():
@@ -329,6 +338,21 @@ def test_08_a_running_cluster_is_named():
     checks.clusters_stopped([])
     with pytest.raises(AssertionError, match="clusters still running"):
         checks.clusters_stopped([{"name": "bench", "owner_pid": 1}])
+
+
+def _cost_model_rows():
+    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "packing": 1, "steps_per_s_median": 100.0}
+    return [row, dict(row, workers=2, steps_per_s_median=150.0)]
+
+
+def test_08_every_custom_point_must_have_a_positive_prediction():
+    rows = _cost_model_rows()
+    good = [(rows[0], Prediction(100.0, "workers"), True), (rows[1], Prediction(200.0, "workers"), False)]
+    checks.predicted_every_point(good, rows + [dict(rows[0], loop="single-process")])
+    with pytest.raises(AssertionError, match="2 custom-loop points measured, but 1 predicted"):
+        checks.predicted_every_point(good[:1], rows)
+    with pytest.raises(AssertionError, match="not a positive number of steps/s"):
+        checks.predicted_every_point([good[0], (rows[1], Prediction(float("inf"), "coordinator"), False)], rows)
 
 
 def test_09_a_task_must_run_in_its_directory_with_its_tf_config(tmp_path):

@@ -17,20 +17,23 @@ One module per concern:
 - ``sweep``: every point on its cluster beside its baseline, as result rows with ratios
 - ``files``, ``plots``: results as CSV/JSON, a text table, the figure
 - ``report``: a whole sweep saved, or run through notebook 08
+- ``costmodel``: steps/s predicted from costs measured on one worker, and the slowest resource
+- ``link``: one point over rate-limited links between network namespaces, against the cost model
 - ``startup``: the start-up benchmark
 """
+from labkit.bench import costmodel
 from labkit.bench.files import format_table, load, machine, save
 from labkit.bench.metering import Meter, run_custom, run_fit
 from labkit.bench.plan import DEFAULTS, Point, base_point, check, interval_steps, plan
-from labkit.bench.plots import plot
+from labkit.bench.plots import plot, plot_predictions
 from labkit.bench.report import NOTEBOOK, report, run_and_save
 from labkit.bench.startup import startup
 from labkit.bench.stats import first_reaching, spread
 from labkit.bench.sweep import add_ratios, measure_on_cluster, measure_single_process, result_row, sweep
 from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, parameter_bytes, workload
 
-__all__ = ["format_table", "load", "machine", "save", "Meter", "run_custom", "run_fit", "DEFAULTS", "Point",
-           "base_point", "check", "interval_steps", "plan", "plot", "NOTEBOOK", "report", "run_and_save",
+__all__ = ["costmodel", "format_table", "load", "machine", "save", "Meter", "run_custom", "run_fit", "DEFAULTS", "Point",
+           "base_point", "check", "interval_steps", "plan", "plot", "plot_predictions", "NOTEBOOK", "report", "run_and_save",
            "startup", "first_reaching", "spread", "add_ratios", "measure_on_cluster", "measure_single_process",
            "result_row", "sweep", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload",
            "parameter_bytes", "workload"]

@@ -34,7 +34,8 @@ def plan(workers, ps, packing, models, batch_sizes, cores=None):
 
     The base point uses the first model, PS count and batch size, and the worker count
     closest to the number of cores. At the base: every model x PS count x packing, model.fit
-    against the custom loop for the MNIST models, and every batch size. Each (model, batch
+    against the custom loop for the MNIST models, and every batch size. Every model also runs on one
+    worker (the inputs of the cost model, labkit.bench.costmodel). Each (model, batch
     size) also gets a single-process baseline at the largest packing, which ``sweep`` measures
     beside each cluster shape that trains that model and batch size.
     """
@@ -53,6 +54,10 @@ def plan(workers, ps, packing, models, batch_sizes, cores=None):
     points += [Point(m, "fit", base_workers, num_ps, k, batch)
                for m, k in itertools.product(models, packing) if m in MNIST_MODELS]
     points += [Point(model, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, packing)]
+    # the cost model's inputs (labkit.bench.costmodel): each model on one worker, at the smallest and largest
+    # packing with the fewest PS, and at the largest packing with the most PS
+    points += [Point(m, "custom", 1, p, k, batch) for m in models
+               for p, k in ((min(ps), min(packing)), (min(ps), max(packing)), (max(ps), max(packing)))]
     baselines = [Point(p.model, "single-process", 0, 0, max(packing), p.batch_size) for p in points]
     return list(dict.fromkeys(baselines + points))  # in order, without repeats
 

@@ -75,3 +75,31 @@ def plot(rows, path, base):
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     return figure
+
+
+def plot_predictions(predicted, goal=0.25):
+    """Predicted against measured samples/s, one marker per point (``labkit.bench.costmodel.predict_rows``):
+    filled where the point was not used to fit the model, hollow where it was; the band is ±``goal``."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.5, 5.5))
+    axis = figure.subplots()
+    models = list(dict.fromkeys(row["model"] for row, _, _ in predicted))
+    for color, model in zip(("C0", "C1", "C2", "C3"), models):
+        for calibrating in (False, True):
+            chosen = [(row, p) for row, p, c in predicted if row["model"] == model and c == calibrating]
+            if chosen:
+                axis.scatter([row["samples_per_s_median"] for row, _ in chosen],
+                             [p.steps_per_s * row["batch_size"] for row, p in chosen],
+                             edgecolors=color, facecolors="none" if calibrating else color,
+                             label=f"{model}{' (fitted on)' if calibrating else ''}")
+    values = [row["samples_per_s_median"] for row, _, _ in predicted]
+    values += [p.steps_per_s * row["batch_size"] for row, p, _ in predicted]
+    line = np.geomspace(min(values) / 1.5, max(values) * 1.5, 50)
+    axis.plot(line, line, color="grey", linestyle=":", label="predicted = measured")
+    axis.fill_between(line, line * (1 - goal), line * (1 + goal), color="grey", alpha=0.15, label=f"±{goal:.0%}")
+    axis.set(xscale="log", yscale="log", xlabel="measured samples/s", ylabel="predicted samples/s",
+             title="the cost model against every custom-loop point")
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,200 @@
+"""A cost model of asynchronous PS training: steps/s from costs measured on one worker.
+
+Every step uses five resources, and the slowest one sets the pace:
+
+- **workers**: one worker runs its closures one after another; a step costs it the time
+  measured with one worker alone (its compute, its pull and push, the PS update, and
+  1/K of a closure's dispatch), plus the time its pull and push take on its link;
+- **coordinator**: one Python process dispatches every closure (CPU per step);
+- **parameter servers**: each PS serves 1/p of every step's variables (CPU per step);
+- **network**: each PS link carries 1/p of every pull out and of every push in. Links are
+  full duplex, so pulls and pushes do not share a direction: the limit is the larger of them;
+- **cores**: when every process shares one machine, the CPU all of them spend per step.
+
+A cost per step is ``per_step + per_closure / K + per_extra_ps * (p - 1)`` (``Cost``),
+fitted from one worker at two packings and at two PS counts. ``predict`` gives the rate
+and which limit set it. ``measure_costs`` reads the costs from ``labkit.bench`` rows.
+"""
+import math
+import statistics
+from dataclasses import dataclass, field, replace
+
+LIMITS = ("workers", "coordinator", "parameter servers", "network", "cores")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Seconds per step when K steps share a closure and p parameter servers share the variables."""
+
+    per_step: float
+    per_closure: float = 0.0
+    per_extra_ps: float = 0.0
+
+    def at(self, packing, ps=1):
+        return self.per_step + self.per_closure / packing + self.per_extra_ps * (ps - 1)
+
+
+@dataclass(frozen=True)
+class Costs:
+    """What a step of one model and batch size costs, measured with one worker."""
+
+    one_worker_seconds: Cost   # wall time per step, one worker alone, on loopback
+    coordinator_cpu: Cost      # CPU seconds per step of the coordinator
+    worker_cpu: Cost           # CPU seconds per step, all workers together
+    ps_cpu: Cost               # CPU seconds per step, all parameter servers together
+    pull_bytes: float          # parameters read per step
+    push_bytes: float          # gradients written per step
+
+    def __post_init__(self):
+        for name in ("one_worker_seconds", "coordinator_cpu", "worker_cpu", "ps_cpu"):
+            cost = getattr(self, name)
+            if min(cost.per_step, cost.per_closure, cost.per_extra_ps) < 0 or not cost.at(1) > 0:
+                raise ValueError(f"{name} must be a positive cost (no negative part), got {cost}; "
+                                 "measure it again, or fit it with fit_cost, which keeps each part >= 0.")
+        if not (self.pull_bytes >= 0 and self.push_bytes >= 0):
+            raise ValueError(f"bytes per step must be >= 0, got pull {self.pull_bytes}, push {self.push_bytes}.")
+
+    def with_compute(self, extra_seconds, extra_cpu_seconds):
+        """The same costs with each step computing for longer (a bigger batch): wall and worker CPU grow."""
+        return replace(self, one_worker_seconds=replace(self.one_worker_seconds,
+                                                        per_step=self.one_worker_seconds.per_step + extra_seconds),
+                       worker_cpu=replace(self.worker_cpu, per_step=self.worker_cpu.per_step + extra_cpu_seconds))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    steps_per_s: float
+    bottleneck: str                              # the name of the smallest limit
+    limits: dict = field(default_factory=dict)   # limit name -> steps/s it allows
+
+
+def _whole(name, value, example):
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}; e.g. {name}={example}.")
+
+
+def predict(costs, workers, ps, packing, cores=None, link_bytes_per_s=None):
+    """Steps/s of ``workers`` workers and ``ps`` parameter servers with ``packing`` steps per closure.
+
+    ``cores``: the cores all processes share (one machine), or None for a machine per task.
+    ``link_bytes_per_s``: each machine's link rate in each direction, or None for loopback (free).
+    """
+    _whole("workers", workers, 2)
+    _whole("ps", ps, 1)
+    _whole("packing", packing, 10)
+    for name, value in (("cores", cores), ("link_bytes_per_s", link_bytes_per_s)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be > 0 or None, got {value!r}; e.g. 125e6 bytes/s for 1 Gbit/s.")
+    wire_seconds = (costs.pull_bytes + costs.push_bytes) / link_bytes_per_s if link_bytes_per_s else 0.0
+    coordinator, worker, server = (cost.at(packing, ps) for cost in
+                                   (costs.coordinator_cpu, costs.worker_cpu, costs.ps_cpu))
+    limits = {"workers": workers / (costs.one_worker_seconds.at(packing, ps) + wire_seconds),
+              "coordinator": 1 / coordinator if coordinator else math.inf,
+              "parameter servers": ps / server if server else math.inf}
+    busiest_direction = max(costs.pull_bytes, costs.push_bytes)
+    if link_bytes_per_s and busiest_direction:
+        limits["network"] = ps * link_bytes_per_s / busiest_direction
+    if cores:
+        limits["cores"] = cores / (coordinator + worker + server)
+    bottleneck = min(limits, key=limits.get)
+    return Prediction(limits[bottleneck], bottleneck, limits)
+
+
+def fit_cost(low, high, more_ps=None):
+    """A ``Cost`` through measurements ``(packing, ps, seconds)``: ``low`` and ``high`` at two packings
+    and the same PS count, ``more_ps`` (optional) at more PS. Each part is kept >= 0 (noise can make a
+    difference negative: then that part is 0)."""
+    (k_low, ps, value_low), (k_high, ps_high, value_high) = low, high
+    if ps != ps_high or k_low > k_high:
+        raise ValueError(f"low and high must share a PS count and have packing low <= high, got {low}, {high}.")
+    per_closure = max(0.0, (value_low - value_high) / (1 / k_low - 1 / k_high)) if k_low != k_high else 0.0
+    per_step = max(0.0, value_high - per_closure / k_high)
+    per_extra_ps = 0.0
+    if more_ps is not None:
+        k_more, ps_more, value_more = more_ps
+        if ps_more <= ps:
+            raise ValueError(f"more_ps must have more parameter servers than {ps}, got {more_ps}.")
+        per_extra_ps = max(0.0, (value_more - (per_step + per_closure / k_more)) / (ps_more - ps))
+    # per_step is the value at ``ps`` servers; the model counts extra servers from 1
+    return Cost(max(0.0, per_step - per_extra_ps * (ps - 1)), per_closure, per_extra_ps)
+
+
+def _seconds_per_step(row):
+    return 1 / row["steps_per_s_median"]
+
+
+def _cpu_per_step(kind):
+    return lambda row: row[f"cpu_{kind}"] / row["steps_per_s_median"]  # cores busy / steps per second
+
+
+def calibration(rows, model, batch_size):
+    """The rows the costs of ``model`` at ``batch_size`` are fitted on: one worker (custom loop) at
+    the fewest PS, smallest and largest packing, and at the most PS, largest packing (or None)."""
+    one = [r for r in rows if r["loop"] == "custom" and r["model"] == model and r["workers"] == 1
+           and r["batch_size"] == batch_size]
+    if not one:
+        raise ValueError(f"no one-worker custom-loop row of {model} at batch {batch_size}: the cost model "
+                         "is fitted on one worker; measure it (bench.plan adds those points).")
+    fewest = min(r["ps"] for r in one)
+    at_fewest = [r for r in one if r["ps"] == fewest]
+    low = min(at_fewest, key=lambda r: r["packing"])
+    high = max(at_fewest, key=lambda r: r["packing"])
+    more = [r for r in one if r["ps"] > fewest and r["packing"] == high["packing"]]
+    return low, high, (max(more, key=lambda r: r["ps"]) if more else None)
+
+
+def measure_costs(rows, model, batch_size):
+    """``Costs`` of ``model`` at ``batch_size`` from sweep rows (``labkit.bench.sweep``)."""
+    calibrated = calibration(rows, model, batch_size)
+
+    def cost(value):
+        return fit_cost(*[(r["packing"], r["ps"], value(r)) if r else None for r in calibrated])
+
+    low, high, _ = calibrated
+    if high["measured_pull_bytes_per_step"] is None:
+        raise ValueError("the rows have no bytes per step (`ss` was not available): the network limit needs them.")
+    return Costs(cost(_seconds_per_step), cost(_cpu_per_step("coordinator")), cost(_cpu_per_step("workers")),
+                 cost(_cpu_per_step("ps")), high["measured_pull_bytes_per_step"], high["measured_push_bytes_per_step"])
+
+
+def single_process_step(rows, model, batch_size):
+    """(wall seconds, CPU seconds) per step of the single-process baseline: the median over its measurements."""
+    baselines = [r for r in rows if r["loop"] == "single-process" and r["model"] == model
+                 and r["batch_size"] == batch_size]
+    if not baselines:
+        raise ValueError(f"no single-process row of {model} at batch {batch_size}.")
+    return (statistics.median(_seconds_per_step(r) for r in baselines),
+            statistics.median(_cpu_per_step("coordinator")(r) for r in baselines))
+
+
+def costs_for(rows, model, batch_size, calibration_batch):
+    """``Costs`` at any batch size: those fitted at ``calibration_batch``, plus the extra compute per step
+    that the single-process baselines measured between the two batch sizes."""
+    costs = measure_costs(rows, model, calibration_batch)
+    if batch_size == calibration_batch:
+        return costs
+    (wall, cpu), (base_wall, base_cpu) = (single_process_step(rows, model, b) for b in (batch_size, calibration_batch))
+    return costs.with_compute(max(-costs.one_worker_seconds.per_step, wall - base_wall),
+                              max(-costs.worker_cpu.per_step, cpu - base_cpu))
+
+
+def predict_rows(rows, calibration_batch, cores):
+    """A prediction for every custom-loop row, on this machine (``cores`` shared, loopback):
+    a list of (row, Prediction, was it a calibration row)."""
+    calibrating = {id(r) for model in {r["model"] for r in rows if r["loop"] == "custom"}
+                   for r in calibration(rows, model, calibration_batch) if r}
+    costs, predicted = {}, []
+    for row in rows:
+        if row["loop"] != "custom":
+            continue
+        key = (row["model"], row["batch_size"])
+        if key not in costs:
+            costs[key] = costs_for(rows, row["model"], row["batch_size"], calibration_batch)
+        prediction = predict(costs[key], row["workers"], row["ps"], row["packing"], cores=cores)
+        predicted.append((row, prediction, id(row) in calibrating))
+    return predicted
+
+
+def relative_error(predicted, measured):
+    """|predicted - measured| / measured."""
+    return abs(predicted - measured) / measured

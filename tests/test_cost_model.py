@@ -1,0 +1,159 @@
+"""labkit.bench.costmodel: the cost model's arithmetic on hand-built costs, and its inputs read from sweep rows."""
+import pytest
+
+from labkit import bench
+from labkit.bench.costmodel import Cost, Costs, fit_cost, measure_costs, predict, predict_rows
+
+MB = 1e6
+
+
+def costs(one_worker=0.010, dispatch=0.0, coordinator=0.001, worker=0.008, ps=0.001, pull=MB, push=MB):
+    return Costs(Cost(one_worker, dispatch), Cost(coordinator), Cost(worker), Cost(ps), pull, push)
+
+
+def test_one_worker_alone_runs_at_its_measured_step_time():
+    prediction = predict(costs(one_worker=0.010), workers=1, ps=1, packing=1)
+    assert prediction.bottleneck == "workers"
+    assert prediction.steps_per_s == pytest.approx(100)
+
+
+def test_packing_divides_the_dispatch_cost_per_closure():
+    slow_dispatch = costs(one_worker=0.002, dispatch=0.008)
+    assert predict(slow_dispatch, 1, 1, packing=1).steps_per_s == pytest.approx(100)
+    assert predict(slow_dispatch, 1, 1, packing=8).steps_per_s == pytest.approx(1 / 0.003)
+
+
+@pytest.mark.parametrize("hand_built, workers, bottleneck, steps_per_s", [
+    (costs(one_worker=0.010), 4, "workers", 400),                     # separate hosts, fast PS: scales
+    (costs(one_worker=0.010, coordinator=0.005), 4, "coordinator", 200),
+    (costs(one_worker=0.010, ps=0.004), 4, "parameter servers", 250),
+])
+def test_the_slowest_resource_sets_the_pace(hand_built, workers, bottleneck, steps_per_s):
+    prediction = predict(hand_built, workers, ps=1, packing=1)
+    assert prediction.bottleneck == bottleneck
+    assert prediction.steps_per_s == pytest.approx(steps_per_s)
+    assert prediction.steps_per_s == min(prediction.limits.values())
+
+
+def test_processes_sharing_cores_cannot_use_more_cpu_than_the_cores():
+    # every step costs 0.001 + 0.008 + 0.001 = 0.010 CPU seconds: 2 cores allow 200 steps/s, whatever the workers
+    for workers in (2, 4, 8):
+        prediction = predict(costs(one_worker=0.010), workers, ps=1, packing=1, cores=2)
+        assert prediction.bottleneck == "cores" and prediction.steps_per_s == pytest.approx(200)
+
+
+def test_links_are_full_duplex_pull_and_push_each_get_the_whole_rate():
+    # 1 MB pulled and 1 MB pushed per step through a 100 MB/s link each way: 100 steps/s, not 50
+    prediction = predict(costs(one_worker=0.001), workers=50, ps=1, packing=1, link_bytes_per_s=100 * MB)
+    assert prediction.bottleneck == "network"
+    assert prediction.limits["network"] == pytest.approx(100)
+    lopsided = predict(costs(one_worker=0.001, pull=2 * MB, push=0.5 * MB), 50, 1, 1, link_bytes_per_s=100 * MB)
+    assert lopsided.limits["network"] == pytest.approx(50), "the busier direction sets the limit"
+
+
+def test_one_worker_waits_for_its_own_pull_then_its_push():
+    prediction = predict(costs(one_worker=0.010), workers=1, ps=1, packing=1, link_bytes_per_s=100 * MB)
+    assert prediction.limits["workers"] == pytest.approx(1 / (0.010 + 0.020))
+
+
+def test_a_second_ps_helps_only_when_the_ps_side_is_the_bottleneck():
+    network_bound = costs(one_worker=0.001)
+    one, two = (predict(network_bound, 50, ps, 1, link_bytes_per_s=100 * MB) for ps in (1, 2))
+    assert two.steps_per_s == pytest.approx(2 * one.steps_per_s)
+    with_overhead = Costs(Cost(0.010, 0.0, 0.002), Cost(0.001), Cost(0.008), Cost(0.001), MB, MB)
+    one, two = (predict(with_overhead, 1, ps, 1) for ps in (1, 2))
+    assert one.bottleneck == two.bottleneck == "workers"
+    assert two.steps_per_s == pytest.approx(1 / 0.012) and two.steps_per_s < one.steps_per_s
+
+
+def test_fit_cost_separates_per_step_per_closure_and_per_extra_ps():
+    cost = fit_cost((1, 1, 0.012), (10, 1, 0.0039), more_ps=(10, 2, 0.0049))
+    assert (cost.per_step, cost.per_closure, cost.per_extra_ps) == pytest.approx((0.003, 0.009, 0.001))
+    assert cost.at(1) == pytest.approx(0.012) and cost.at(10, ps=2) == pytest.approx(0.0049)
+    noisy = fit_cost((1, 1, 0.010), (10, 1, 0.011))  # K = 10 measured slower: no negative dispatch cost
+    assert noisy.per_closure == 0 and noisy.per_step == pytest.approx(0.011)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: predict(costs(), workers=0, ps=1, packing=1), "workers must be a whole number >= 1, got 0"),
+    (lambda: predict(costs(), workers=2, ps=1.5, packing=1), "ps must be a whole number >= 1, got 1.5"),
+    (lambda: predict(costs(), 2, 1, 1, link_bytes_per_s=0), "link_bytes_per_s must be > 0 or None"),
+    (lambda: predict(costs(), 2, 1, 1, cores=-2), "cores must be > 0 or None"),
+    (lambda: costs(worker=-0.001), "worker_cpu must be a positive cost"),
+    (lambda: costs(pull=-1), "bytes per step must be >= 0"),
+    (lambda: fit_cost((10, 1, 0.01), (1, 1, 0.02)), "packing low <= high"),
+    (lambda: fit_cost((1, 1, 0.01), (10, 1, 0.02), more_ps=(10, 1, 0.03)), "more parameter servers than 1"),
+])
+def test_bad_input_says_what_is_wrong(call, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        call()
+
+
+def row(loop="custom", workers=1, ps=1, packing=1, batch_size=64, steps_per_s=100.0, cpu=(0.2, 0.5, 0.1),
+        beside=(1, 1)):
+    coordinator, workers_cpu, ps_cpu = cpu
+    return {"model": "mlp", "loop": loop, "workers": workers, "ps": ps, "packing": packing, "batch_size": batch_size,
+            "steps_per_s_median": steps_per_s, "cpu_coordinator": coordinator, "cpu_workers": workers_cpu,
+            "cpu_ps": ps_cpu, "measured_pull_bytes_per_step": 4e5, "measured_push_bytes_per_step": 4.1e5,
+            "beside_workers": beside[0], "beside_ps": beside[1]}
+
+
+def sweep_rows():
+    return [row(packing=1, steps_per_s=50.0), row(packing=10, steps_per_s=200.0),
+            row(ps=2, packing=10, steps_per_s=160.0),
+            row(workers=2, packing=10, steps_per_s=300.0, cpu=(0.3, 1.2, 0.3)),
+            row(loop="single-process", workers=0, ps=0, packing=10, steps_per_s=400.0, cpu=(1.0, 0, 0)),
+            row(loop="single-process", workers=0, ps=0, packing=10, batch_size=256, steps_per_s=200.0,
+                cpu=(1.0, 0, 0)),
+            row(workers=2, packing=10, batch_size=256, steps_per_s=150.0, cpu=(0.3, 1.2, 0.3))]
+
+
+def test_costs_are_read_from_one_worker_rows():
+    measured = measure_costs(sweep_rows(), "mlp", 64)
+    # wall seconds per step: 1/50 at K = 1, 1/200 at K = 10 -> per closure 1/60, per step 1/300
+    assert measured.one_worker_seconds.per_closure == pytest.approx(1 / 60)
+    assert measured.one_worker_seconds.per_step == pytest.approx(1 / 300)
+    assert measured.one_worker_seconds.at(10, ps=2) == pytest.approx(1 / 160)
+    assert measured.worker_cpu.at(10) == pytest.approx(0.5 / 200)  # cores busy / steps per second
+    assert (measured.pull_bytes, measured.push_bytes) == (4e5, 4.1e5)
+
+
+def test_every_custom_row_is_predicted_and_calibration_rows_are_reproduced():
+    rows = sweep_rows()
+    predicted = predict_rows(rows, calibration_batch=64, cores=2)
+    assert [r for r, _, _ in predicted] == [r for r in rows if r["loop"] == "custom"]
+    for r, prediction, calibrating in predicted:
+        if calibrating:
+            assert prediction.steps_per_s == pytest.approx(r["steps_per_s_median"])
+    two_workers = next(p for r, p, _ in predicted if r["workers"] == 2 and r["batch_size"] == 64)
+    assert two_workers.steps_per_s == pytest.approx(400)  # 2 workers at 1/200 s each, below the cores limit
+    bigger_batch = next(p for r, p, _ in predicted if r["batch_size"] == 256)
+    # batch 256 adds 1/200 - 1/400 s of compute per step (single process): 2 / (1/200 + 1/400) steps/s
+    assert bigger_batch.limits["workers"] == pytest.approx(2 / (1 / 200 + 1 / 400))
+
+
+def test_without_a_one_worker_row_the_error_says_what_to_measure():
+    rows = [r for r in sweep_rows() if r["workers"] != 1]
+    with pytest.raises(ValueError, match="no one-worker custom-loop row of mlp at batch 64"):
+        measure_costs(rows, "mlp", 64)
+
+
+def test_plan_measures_the_cost_model_inputs_for_every_model():
+    points = bench.plan(workers=[2, 3], ps=[1, 2], packing=[1, 10, 50], models=["mlp", "lm"], batch_sizes=[64],
+                        cores=2)
+    for model in ("mlp", "lm"):
+        one_worker = {(p.ps, p.packing) for p in points if p.model == model and p.workers == 1}
+        assert one_worker == {(1, 1), (1, 50), (2, 50)}
+
+
+def test_every_cable_is_rate_limited_at_both_ends_so_each_direction_gets_the_rate():
+    from labkit import netns
+
+    network = netns.VirtualNetwork(["10.0.0.1", "10.0.0.2"], name="pslab-1")
+    commands = network.rate_limit_commands(100)
+    limited = {(command[2], command[6]) for command in commands}
+    assert limited == {("pslab-1-10.0.0.1", "eth0"), ("pslab-1-10.0.0.2", "eth0"),
+                       ("pslab-1-switch", "port0"), ("pslab-1-switch", "port1")}
+    assert all(command[8:12] == ["tbf", "rate", "100mbit", "burst"] for command in commands)
+    with pytest.raises(ValueError, match="rate_mbit must be > 0, got 0"):
+        network.limit_rate(0)
