@@ -263,6 +263,20 @@ def _apply(fault, cluster, report, step):
         pid = cluster.task(fault.task).pid
         report.restarted_cpu[fault.task] = (pid, cpu_seconds(pid), None)
         report.timeline.add(step, f"restarted {fault.task}")
+        if _wait_until_reconnected(pid, report.restarted_cpu[fault.task][1]):
+            report.timeline.add(step, f"the coordinator reconnected {fault.task}")
+
+
+def _wait_until_reconnected(pid, cpu_at_restart, timeout=30.0, min_cpu_seconds=0.05):
+    """Hold the next closures until the coordinator has reconnected a restarted worker (its thread
+    retries update_server_def, then rebuilds that worker's dataset: the worker's CPU moves), so the
+    worker can take some of them; else the other workers may finish them all first. True if it did."""
+    deadline = time.monotonic() + timeout
+    while cpu_seconds(pid) - cpu_at_restart < min_cpu_seconds:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def cpu_seconds(pid):
