@@ -36,8 +36,8 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
 
-# One process. `$(PY) -m pytest -n 2 --dist loadfile` (pytest-xdist) takes about 11 min instead of
-# 32, but under its load a timing-sensitive check failed in three of five runs (see README, Tests).
+# One process: 12-15 min on 2 cores. `$(PY) -m pytest -n 2 --dist loadfile` (pytest-xdist) was faster
+# before, but under its load a timing-sensitive check failed in three of five runs (see README, Tests).
 test: install
 	$(PY) -m pytest
 
