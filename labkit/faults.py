@@ -261,9 +261,10 @@ def _apply(fault, cluster, report, step):
     else:
         cluster.restart(fault.task)
         pid = cluster.task(fault.task).pid
-        report.restarted_cpu[fault.task] = (pid, cpu_seconds(pid), None)
+        cpu_at_restart = cpu_seconds(pid)
+        report.restarted_cpu[fault.task] = (pid, cpu_at_restart, None)
         report.timeline.add(step, f"restarted {fault.task}")
-        if _wait_until_reconnected(pid, report.restarted_cpu[fault.task][1]):
+        if _wait_until_reconnected(pid, cpu_at_restart):
             report.timeline.add(step, f"the coordinator reconnected {fault.task}")
 
 
