@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 from tqdm.auto import tqdm
 
-from labkit import children, processes, traffic
+from labkit import children, processes, traffic, train
 from labkit.cluster import HOST, pick_port
 
 MODELS = ("mlp", "embedding")
@@ -45,7 +45,7 @@ class Plan:
     model: str = "mlp"                # "mlp": the MNIST MLP; "embedding": a large item-embedding table
     num_workers: int = 2
     batch_size: int = 64              # per worker and step, both strategies
-    steps_per_call: int = 10          # steps packed in one tf.function call (PS: one scheduled closure)
+    steps_per_closure: int = 10       # steps packed in one tf.function (PS: a scheduled closure; all-reduce: a call)
     batches_per_interval: int = 100
     intervals: int = 6
     slow_worker: int = None           # then train ``slow_intervals`` more with this worker slowed
@@ -59,15 +59,15 @@ class Plan:
     def __post_init__(self):
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; use one of {', '.join(MODELS)}.")
-        for name in ("num_workers", "batch_size", "steps_per_call", "batches_per_interval", "intervals"):
+        for name in ("num_workers", "batch_size", "steps_per_closure", "batches_per_interval", "intervals"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
-        per_call = self.steps_per_call * self.num_workers  # one synchronous call: a packed step on every worker
+        per_call = self.steps_per_closure * self.num_workers  # one synchronous call: a packed step on every worker
         if self.batches_per_interval % per_call:
             raise ValueError(f"batches_per_interval ({self.batches_per_interval}) must be a multiple of "
-                             f"steps_per_call x num_workers ({per_call}): under all-reduce every call runs "
-                             f"{self.steps_per_call} steps on each of the {self.num_workers} workers.")
+                             f"steps_per_closure x num_workers ({per_call}): under all-reduce every call runs "
+                             f"{self.steps_per_closure} steps on each of the {self.num_workers} workers.")
         if self.slow_worker is not None and not 0 <= self.slow_worker < self.num_workers:
             raise ValueError(f"slow_worker {self.slow_worker} is not a worker index (0 to {self.num_workers - 1}); "
                              "use None for no slowed worker.")
@@ -112,52 +112,48 @@ class Plan:
         return dataset_fn
 
 
-@dataclass
-class Phase:
-    """One measured stretch of training. ``samples`` and ``seconds`` (training only, evaluation
-    excluded) are cumulative per interval; the bytes are those of ``batches`` worker steps."""
+@dataclass(kw_only=True)
+class Phase(train.History):
+    """One measured stretch of training: a History whose ``step`` counts the batches trained by all
+    workers and whose ``seconds`` are training time (evaluation excluded), cumulative per interval;
+    the bytes are those of ``batches`` worker steps."""
 
-    samples: list = field(default_factory=list)
-    seconds: list = field(default_factory=list)
-    loss: list = field(default_factory=list)
-    test_accuracy: list = field(default_factory=list)
+    batch_size: int = 0
     link_bytes: float = 0.0           # into + out of the workers' links (None: no `ss` here)
     batches: int = 0
 
     @property
+    def samples(self):
+        return [step * self.batch_size for step in self.step]
+
+    @property
     def samples_per_second(self):
-        return self.samples[-1] / self.seconds[-1]
+        return self.final_step * self.batch_size / self.total_seconds
 
     @property
     def link_bytes_per_step(self):
         """Bytes through a worker's network link per batch it trained (pulls + pushes, or sent + received)."""
         return None if self.link_bytes is None else self.link_bytes / self.batches
 
-    def seconds_to(self, accuracy):
-        """Training seconds until the first evaluation at or above ``accuracy`` (None: never reached)."""
-        return next((s for s, a in zip(self.seconds, self.test_accuracy) if a >= accuracy), None)
 
-
-def measure(run_interval, intervals, samples_per_interval, batches_per_interval, pids, evaluate=None,
-            progress=None):
-    """Time ``intervals`` calls of ``run_interval()`` (each returns its mean loss); count the bytes of
-    ``pids`` while they run, evaluate between them. ``progress(samples)`` after each, if given."""
-    phase, seconds = Phase(link_bytes=0.0 if traffic.available() else None), 0.0
+def measure(run_interval, plan, intervals, batches_counted, pids, evaluate=None, progress=None):
+    """Time ``intervals`` calls of ``run_interval()`` (each trains ``plan.batches_per_interval`` batches,
+    summed over the workers, and returns its mean loss); count the bytes of ``pids`` while they run
+    (``batches_counted`` batches per interval), evaluate between them. ``progress(samples)`` after each."""
+    phase, seconds = Phase(batch_size=plan.batch_size, link_bytes=0.0 if traffic.available() else None), 0.0
     for interval in range(1, intervals + 1):
         before = traffic.process_traffic(pids) if traffic.available() else None
         began = time.perf_counter()
-        phase.loss.append(float(run_interval()))
+        loss = float(run_interval())
         seconds += time.perf_counter() - began
         if before is not None:
             moved = traffic.process_traffic(pids) - before
             phase.link_bytes += moved.sent + moved.received
-        phase.batches += batches_per_interval
-        phase.samples.append(interval * samples_per_interval)
-        phase.seconds.append(seconds)
-        if evaluate:
-            phase.test_accuracy.append(evaluate())
+        phase.batches += batches_counted
+        phase.record(interval * plan.batches_per_interval, seconds, loss,
+                     evaluation={"accuracy": evaluate()} if evaluate else None)
         if progress:
-            progress(samples_per_interval)
+            progress(plan.batches_per_interval * plan.batch_size)
     return phase
 
 
@@ -175,13 +171,11 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
     Bytes: what the parameter servers received (pushes) and sent (pulls). Every pull and push
     crosses exactly one worker's link, so per batch that is one worker's link traffic.
     """
-    from labkit import train
-
     strategy = coordinator.strategy
     with strategy.scope():
         model, optimizer = plan.build()
-    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_call)
-    closures = plan.batches_per_interval // plan.steps_per_call
+    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_closure)
+    closures = plan.batches_per_interval // plan.steps_per_closure
     phases = {}
     with tqdm(total=_total_samples(plan), desc="parameter servers", unit="sample") as bar:
         for name, intervals, slow_worker in plan.phases:
@@ -195,8 +189,7 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
                 coordinator.join()
                 return sum(float(loss.fetch()) for loss in losses) / closures
 
-            phases[name] = measure(run_interval, intervals, plan.batches_per_interval * plan.batch_size,
-                                   plan.batches_per_interval, traffic.ps_pids(cluster),
+            phases[name] = measure(run_interval, plan, intervals, plan.batches_per_interval, traffic.ps_pids(cluster),
                                    evaluation(plan, model, data), bar.update)
     phases["held_bytes"] = _held_bytes(model, optimizer)
     return phases
@@ -340,12 +333,10 @@ def main(argv=None):
 
 def _train_synchronously(strategy, plan, data, worker, progress):
     """One plan on this MWMS worker: {"phases": {name: Phase as a dict}, "held_bytes", "rss_bytes"}."""
-    from labkit import train
-
     with strategy.scope():
         model, optimizer = plan.build()
-    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_call)
-    calls = plan.batches_per_interval // (plan.steps_per_call * plan.num_workers)
+    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_closure)
+    calls = plan.batches_per_interval // (plan.steps_per_closure * plan.num_workers)
     report = {"phases": {}}
     for name, intervals, slow_worker in plan.phases:
         iterator = iter(strategy.distribute_datasets_from_function(plan.dataset_fn(data, slow_worker)))
@@ -356,8 +347,7 @@ def _train_synchronously(strategy, plan, data, worker, progress):
 
         # Only worker 0 evaluates, between its timed intervals; the others wait for it inside their
         # next all-reduce. Worker 0's times are the ones reported.
-        phase = measure(run_interval, intervals, plan.batches_per_interval * plan.batch_size,
-                        plan.batches_per_interval // plan.num_workers, [os.getpid()],
+        phase = measure(run_interval, plan, intervals, plan.batches_per_interval // plan.num_workers, [os.getpid()],
                         evaluation(plan, model, data) if worker == 0 else None, progress)
         report["phases"][name] = asdict(phase)
     report["held_bytes"] = sum(_held_bytes(model, optimizer).values())

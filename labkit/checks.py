@@ -177,9 +177,9 @@ def compression_result(result, dense, min_ratio, max_accuracy_loss):
     assert result.error_feedback, "this run has no error feedback: pass error_feedback=True to train_mnist."
     assert result.push_ratio >= min_ratio, (f"the workers pushed only {result.push_ratio:.1f}x fewer bytes than "
                                             f"dense gradients; the goal is {min_ratio}x.")
-    lost = dense.test_accuracy - result.test_accuracy
+    lost = dense.final_accuracy - result.final_accuracy
     assert lost <= max_accuracy_loss, (
-        f"test accuracy {result.test_accuracy:.3f} vs {dense.test_accuracy:.3f} uncompressed: "
+        f"test accuracy {result.final_accuracy:.3f} vs {dense.final_accuracy:.3f} uncompressed: "
         f"{lost * 100:.1f} points lost, more than {max_accuracy_loss * 100:.0f}. Is error feedback on, "
         "and does decompress() put the values back where they came from?")
 
@@ -193,7 +193,7 @@ def fewer_total_bytes(dense_runs, compressed_runs, min_ratio, max_accuracy_loss)
     assert all(r.measured for r in dense_runs + compressed_runs), (
         "the runs have no bytes measured on the PS sockets: pass ps_pids=traffic.ps_pids(cluster) (needs ss).")
     ratio = np.mean([r.measured_total for r in dense_runs]) / np.mean([r.measured_total for r in compressed_runs])
-    lost = np.mean([r.test_accuracy for r in dense_runs]) - np.mean([r.test_accuracy for r in compressed_runs])
+    lost = np.mean([r.final_accuracy for r in dense_runs]) - np.mean([r.final_accuracy for r in compressed_runs])
     assert ratio >= min_ratio, f"{ratio:.1f}x fewer total bytes (push + pull) on the PS sockets; the goal is {min_ratio}x."
     assert lost <= max_accuracy_loss, (f"{lost * 100:.2f} points of mean accuracy lost over seeds {seeds}, "
                                        f"more than {max_accuracy_loss * 100:g}.")
@@ -208,7 +208,7 @@ def within_variance_bound(variance, bound):
 def dgc_beats_naive(dense_runs, dgc_runs, naive_runs, min_gain):
     """DGC's mean accuracy is at least ``min_gain`` above naive top-k with momentum on the PS."""
     def mean(runs):
-        return float(np.mean([r.test_accuracy for r in runs]))
+        return float(np.mean([r.final_accuracy for r in runs]))
     assert mean(dgc_runs) >= mean(naive_runs) + min_gain, (
         f"DGC reached {mean(dgc_runs):.3f}, naive top-k with momentum on the PS {mean(naive_runs):.3f} "
         f"(uncompressed {mean(dense_runs):.3f}): DGC should win by at least {min_gain * 100:g} points.")
@@ -585,7 +585,7 @@ def one_recovery_per_failure(report, failures, num_steps):
     assert len(report.recoveries) == failures, (
         f"{failures} parameter-server failure(s) gave {len(report.recoveries)} recoveries: "
         f"{report.recoveries}.")
-    checkpoints = [0] + [step for _, step, _ in report.points]
+    checkpoints = [0] + report.step
     for recovery in report.recoveries:
         before = max(step for step in checkpoints if step <= recovery["failed_at_step"])
         assert recovery["resumed_from_step"] == before, (
@@ -627,7 +627,7 @@ def results_saved(table, points, saved):
     beside), the same rows in both, positive speeds, and the machine."""
     assert len(table) == len(saved["results"]), (
         f"{len(table)} CSV rows but {len(saved['results'])} JSON results: the files disagree.")
-    fields = ("model", "loop", "workers", "ps", "packing", "batch_size")
+    fields = ("model", "loop", "workers", "ps", "steps_per_closure", "batch_size")
     measured = {tuple(str(row[name]) for name in fields) for row in table}
     planned = {tuple(str(getattr(point, name)) for name in fields) for point in points}
     assert measured == planned, (f"planned points missing from the CSV: {sorted(planned - measured)}; "
@@ -644,7 +644,7 @@ def dense_traffic_is_model_size(row, low=0.8, high=1.5):
     for direction in ("pull", "push"):
         ratio = row[f"measured_{direction}_bytes_per_step"] / size
         assert low <= ratio <= high, (f"{row['model']} {row['loop']} {row['workers']}w {row['ps']}ps "
-                                      f"K={row['packing']}: {direction} {ratio:.2f} M per step, "
+                                      f"K={row['steps_per_closure']}: {direction} {ratio:.2f} M per step, "
                                       f"outside {low}-{high} M.")
 
 
@@ -661,7 +661,7 @@ def predicted_every_point(predicted, rows):
     """
     custom = [row for row in rows if row["loop"] == "custom"]
     assert len(predicted) == len(custom), f"{len(custom)} custom-loop points measured, but {len(predicted)} predicted."
-    bad = [(row["model"], row["workers"], row["ps"], row["packing"], prediction.steps_per_s)
+    bad = [(row["model"], row["workers"], row["ps"], row["steps_per_closure"], prediction.steps_per_s)
            for row, prediction, _ in predicted if not (math.isfinite(prediction.steps_per_s) and prediction.steps_per_s > 0)]
     assert not bad, f"predictions that are not a positive number of steps/s (model, workers, ps, K, steps/s): {bad}"
 

@@ -135,7 +135,7 @@ def cmd_bench(args):
     if args.benchmark == "link":
         from labkit.bench.link import link
 
-        link(args.rate_mbit, args.workers, args.packing, args.batch_size, args.repeats, args.min_steps, args.out)
+        link(args.rate_mbit, args.workers, args.steps_per_closure, args.batch_size, args.repeats, args.min_steps, args.out)
         return
     settings = {name: getattr(args, name) for name in bench.DEFAULTS}
     if args.report:
@@ -209,11 +209,11 @@ def main(argv=None):
     sweep_parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
     sweep_parser.set_defaults(run=cmd_sweep)
     bench_parser = commands.add_parser("bench", help=cmd_bench.__doc__, description=cmd_bench.__doc__,
-                                       epilog="e.g. labkit bench --workers 1 2 --ps 1 --packing 1 10 --models mlp; "
+                                       epilog="e.g. labkit bench --workers 1 2 --ps 1 --steps-per-closure 1 10 --models mlp; "
                                               "labkit bench startup times cluster start-up")
     defaults = bench.DEFAULTS
     for flag, kind, what in (("--workers", int, "worker counts"), ("--ps", int, "parameter server counts"),
-                             ("--packing", int, "steps per closure / steps_per_execution"),
+                             ("--steps-per-closure", int, "steps per closure / steps_per_execution"),
                              ("--models", str, f"models, of: {', '.join(bench.MODELS)}"),
                              ("--batch-sizes", int, "batch sizes per worker step")):
         default = defaults[flag[2:].replace("-", "_")]
@@ -241,7 +241,7 @@ def main(argv=None):
                  "cost model's prediction from inputs measured on loopback in the same run")
     link_parser = benchmarks.add_parser("link", help=link_help, description=link_help)
     for flag, default, what in (("--rate-mbit", 100, "each link's rate in Mbit/s, each way"),
-                                ("--workers", 2, "workers, each on its own host"), ("--packing", 10, "steps per closure"),
+                                ("--workers", 2, "workers, each on its own host"), ("--steps-per-closure", 10, "steps per closure"),
                                 ("--batch-size", 64, "batch size"), ("--repeats", 5, "timed intervals"),
                                 ("--min-steps", 60, "steps per interval, at least")):
         link_parser.add_argument(flag, type=int, default=default, help=f"{what} (default: %(default)s)")

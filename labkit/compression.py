@@ -416,19 +416,17 @@ def make_train_steps(strategy, model, optimizer, pulls, steps_per_closure):
     return train.pack_steps(strategy, one_step, steps_per_closure)
 
 
-@dataclass
-class Result:
-    """One MNIST training run: bytes per step (payloads counted, socket bytes measured) and accuracy."""
+@dataclass(kw_only=True)
+class Result(train.History):
+    """One MNIST training run (a History with one row: the steps, timed seconds, speed and test
+    accuracy at the end) and its bytes per step: payloads counted, socket bytes measured."""
 
     name: str
     seed: int
     error_feedback: bool
-    steps: int
-    test_accuracy: float
     push_payload: float   # payload bytes pushed per step, counted on the PS
     pull_payload: float   # payload bytes pulled per step (the whole model when pulls are dense)
     model_bytes: int      # the parameters as float32
-    steps_per_second: float
     measured: traffic.Traffic | None = None  # bytes per step on the PS sockets (ss), if available
 
     @property
@@ -479,9 +477,13 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
     model_bytes = sum(4 * v.shape.num_elements() for v in model.trainable_variables)
     error_feedback = sgd_options.get("error_feedback", False)
     default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"
-    return Result(name or default_name, seed, error_feedback, num_steps, fit.accuracy(model, data.x_test, data.y_test), (pushed_after - pushed) / timed_steps,
-                  (pulled_after - pulled) / timed_steps if pulls else model_bytes, model_bytes,
-                  timed_steps / seconds, (sockets_after - sockets) / timed_steps if sockets else None)
+    result = Result(name=name or default_name, seed=seed, error_feedback=error_feedback,
+                    push_payload=(pushed_after - pushed) / timed_steps,
+                    pull_payload=(pulled_after - pulled) / timed_steps if pulls else model_bytes, model_bytes=model_bytes,
+                    measured=(sockets_after - sockets) / timed_steps if sockets else None)
+    result.record(num_steps, seconds, steps_per_second=timed_steps / seconds,
+                  evaluation={"accuracy": fit.accuracy(model, data.x_test, data.y_test)})
+    return result
 
 
 def format_results(results, baseline=None):
@@ -500,5 +502,5 @@ def format_results(results, baseline=None):
         socket = (f"{r.measured.received:>12,.0f}{r.measured.sent:>9,.0f}{r.measured_total:>10,.0f}"
                   if r.measured else f"{'n/a':>12}{'n/a':>9}{'n/a':>10}")
         lines.append(f"{r.name:<44}{r.push_payload:>13,.0f}{r.pull_payload:>9,.0f}{socket}"
-                     f"{total(baseline) / total(r):>7.1f}×{r.test_accuracy:>9.3f}{r.steps_per_second:>8.1f}")
+                     f"{total(baseline) / total(r):>7.1f}×{r.final_accuracy:>9.3f}{r.steps_per_second[-1]:>8.1f}")
     return "\n".join(lines)

@@ -49,7 +49,7 @@ def main(argv=None):
             lambda: faults.mnist_job(resolver, data, ship_arrays=args.ship_arrays), args.num_steps, args.checkpoint_dir,
             args.checkpoint_every, echo=True,
             evaluate=lambda model: {"accuracy": fit.accuracy(model, data.x_test, data.y_test)})
-        accuracy = report.points[-1][2]["accuracy"] if report.points else float("nan")
+        accuracy = report.final_accuracy if report.accuracy else float("nan")
         print(f"finished at step {report.final_step} with test accuracy {accuracy:.4f}", flush=True)
     else:
         strategy = tf.distribute.ParameterServerStrategy(resolver)

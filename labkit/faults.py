@@ -131,17 +131,15 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
                        resolver.cluster_spec().num_tasks("worker"))
 
 
-@dataclass
-class RecoveryReport:
-    """The outcome of ``train_with_recovery``: progress points, the timeline, the recoveries."""
+@dataclass(kw_only=True)
+class RecoveryReport(train.History):
+    """The outcome of ``train_with_recovery``: a History with a row after each checkpoint (wall
+    seconds since the start, the step, the evaluation), the timeline and the recoveries."""
 
     timeline: Timeline
-    points: list = field(default_factory=list)      # (seconds, step, evaluation dict) after each checkpoint
     # dicts: failed_at_step (steps run when the PS died), resumed_from_step (the step of the
     # checkpoint actually restored), steps_lost (the difference), seconds (to recover)
     recoveries: list = field(default_factory=list)
-    final_step: int = 0
-    seconds: float = 0.0
     restarted_cpu: dict = field(default_factory=dict)  # task -> (pid, CPU seconds at restart, CPU seconds at end)
     steps_scheduled: int = 0  # in all closures scheduled, also those lost with a parameter server
 
@@ -156,7 +154,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
     returns a dict after each checkpoint; ``echo`` prints the timeline as it grows.
     A closure re-run after a worker failure can carry the step count past ``num_steps``.
     """
-    report = RecoveryReport(Timeline(echo=echo))
+    report = RecoveryReport(timeline=Timeline(echo=echo))
     pending = sorted(faults, key=lambda fault: fault.step)
     failure = None
     while True:
@@ -197,10 +195,12 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 job.coordinator.join()
                 step = int(job.optimizer.iterations.numpy())
                 manager.save(checkpoint_number=step)
-                report.points.append((time.monotonic() - report.timeline.started, step,
-                                      evaluate(job.model) if evaluate else {}))
+                report.record(step, time.monotonic() - report.timeline.started,
+                              evaluation=evaluate(job.model) if evaluate else {})
                 report.timeline.add(step, "checkpoint saved")
-            report.final_step, report.seconds = step, time.monotonic() - report.timeline.started
+            if report.final_step != step:  # resumed from a checkpoint at or past num_steps
+                report.record(step, time.monotonic() - report.timeline.started,
+                              evaluation=evaluate(job.model) if evaluate else {})
             report.timeline.add(step, "training finished")
             for task, (pid, cpu_then, _) in report.restarted_cpu.items():
                 report.restarted_cpu[task] = (pid, cpu_then, cpu_seconds(pid))

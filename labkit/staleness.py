@@ -23,7 +23,6 @@ Ways to inject and to bound staleness, all on the PS:
 - rules (``scale(tau)``, ``correct(...)``): plain async, alpha/max(1,tau), alpha/(1+tau),
   a staleness filter that drops updates above a bound, and DC-ASGD.
 """
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -247,26 +246,25 @@ def worker_batches(data, batch_size, seed, straggler=None, straggler_ms=0):
     return dataset_fn
 
 
-@dataclass
-class Run:
-    """One training run: the rule, the injected delay, accuracy over updates, staleness counts."""
+@dataclass(kw_only=True)
+class Run(train.History):
+    """One training run (a History: accuracy and applied updates at each evaluation) with the rule,
+    the injected delay and the staleness measured."""
 
     rule: str
     delay: str
     learning_rate: float
     seed: int = 0
-    updates: list = field(default_factory=list)      # applied updates at each evaluation
-    accuracy: list = field(default_factory=list)     # test accuracy at each evaluation
     counts: np.ndarray = None                        # [workers, tau] histogram
     dropped: int = 0
     clocks: list = field(default_factory=list)       # steps each worker finished
     waited_seconds: float = 0.0                      # SSP: time spent waiting (poll intervals)
     timeouts: int = 0                                # SSP: waits that gave up
-    seconds: float = 0.0
 
     @property
-    def final_accuracy(self):
-        return self.accuracy[-1]
+    def updates(self):
+        """Applied updates at each evaluation (a filter drops some steps' updates)."""
+        return self.evaluation["updates"]
 
     @property
     def taus(self):
@@ -285,10 +283,6 @@ class Run:
     def stale_share(self):
         """Fraction of the updates with tau > 0."""
         return float(self.taus[1:].sum() / max(self.taus.sum(), 1))
-
-    def updates_to_reach(self, target):
-        """Applied updates at the first evaluation with accuracy >= target (None if never)."""
-        return next((u for u, a in zip(self.updates, self.accuracy) if a >= target), None)
 
 
 def delay_name(delay, random_delay=False):
@@ -318,12 +312,11 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
     def evaluate():
         return {"updates": int(optimizer.version.numpy()), "accuracy": fit.accuracy(model, data.x_test, data.y_test)}
 
-    began = time.perf_counter()
-    history = train.run(coordinator, make_train_steps(strategy, model, optimizer, steps_per_closure), batches,
-                        num_steps, steps_per_closure, log_every_steps=evaluate_every, evaluate=evaluate,
-                        description=f"{rule.name}, delay {delay_name(delay, random_delay)}, seed {seed}")
-    return Run(rule.name, delay_name(delay, random_delay), learning_rate, seed,
-               history.evaluation["updates"], history.evaluation["accuracy"], optimizer.staleness_counts(),
-               int(optimizer.dropped.numpy()), optimizer.clocks.numpy().tolist(),
-               int(optimizer.polls.numpy()) * optimizer.poll_ms / 1000, int(optimizer.timeouts.numpy()),
-               time.perf_counter() - began)
+    run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed)
+    train.run(coordinator, make_train_steps(strategy, model, optimizer, steps_per_closure), batches,
+              num_steps, steps_per_closure, log_every_steps=evaluate_every, evaluate=evaluate,
+              description=f"{rule.name}, delay {run.delay}, seed {seed}", history=run)
+    run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
+    run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
+    run.waited_seconds = int(optimizer.polls.numpy()) * optimizer.poll_ms / 1000
+    return run

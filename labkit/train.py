@@ -12,6 +12,7 @@ What ``model.fit`` does on a PS cluster, in plain sight:
 Progress comes from completed closures on the coordinator: PS training has no
 batch-level callbacks.
 """
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -23,24 +24,57 @@ from tqdm.auto import tqdm
 from labkit.data import mnist_dataset_fn  # noqa: F401  (the labs' dataset_fn, next to per_worker_iterator)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class History:
-    """Per interval: the step reached, mean training loss, metrics, steps/s, evaluation results."""
+    """What a training run returns: one row per interval, with the step reached, the run's clock,
+    mean training loss, steps/s, metrics and evaluation results.
+
+    Every lab's training function returns a History, or a subclass that adds the lab's own
+    measurements (``compression.Result``, ``staleness.Run``, ``faults.RecoveryReport``,
+    ``allreduce.Phase``). A value a run does not measure is NaN.
+    """
 
     step: list = field(default_factory=list)
+    seconds: list = field(default_factory=list)  # the run's clock at each row (training time; faults: wall time)
     loss: list = field(default_factory=list)
     steps_per_second: list = field(default_factory=list)
     metrics: dict = field(default_factory=dict)
     evaluation: dict = field(default_factory=dict)
 
-    def record(self, step, loss, steps_per_second, metrics, evaluation):
+    def record(self, step, seconds, loss=math.nan, steps_per_second=math.nan, metrics=None, evaluation=None):
         self.step.append(step)
+        self.seconds.append(seconds)
         self.loss.append(loss)
         self.steps_per_second.append(steps_per_second)
-        for name, value in metrics.items():
+        for name, value in (metrics or {}).items():
             self.metrics.setdefault(name, []).append(value)
-        for name, value in evaluation.items():
+        for name, value in (evaluation or {}).items():
             self.evaluation.setdefault(name, []).append(value)
+
+    @property
+    def final_step(self):
+        return self.step[-1] if self.step else 0
+
+    @property
+    def total_seconds(self):
+        return self.seconds[-1] if self.seconds else 0.0
+
+    @property
+    def accuracy(self):
+        """Test accuracy at each evaluation (``evaluation["accuracy"]``)."""
+        return self.evaluation.get("accuracy", [])
+
+    @property
+    def final_accuracy(self):
+        if not self.accuracy:
+            raise ValueError("this run recorded no accuracy: pass an evaluation that returns {'accuracy': ...}.")
+        return self.accuracy[-1]
+
+    def first_reaching(self, accuracy, column="step"):
+        """``column`` (a list of this run's, e.g. "step" or "seconds", or an evaluation name) at the first
+        row whose accuracy is at least ``accuracy``; None if no row reached it."""
+        values = self.evaluation[column] if column in self.evaluation else getattr(self, column)
+        return next((value for value, reached in zip(values, self.accuracy) if reached >= accuracy), None)
 
 
 def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, metrics=()):
@@ -83,17 +117,18 @@ def pack_steps(strategy, one_step, steps_per_closure, fetch_first=False):
 
 
 def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(),
-        log_every_steps=100, evaluate=None, description="training", on_progress=None):
+        log_every_steps=100, evaluate=None, description="training", on_progress=None, history=None):
     """Schedule closures until ``num_steps`` steps ran; return a History (one row per interval).
 
     ``evaluate()``, if given, runs after each interval and returns a dict of numbers.
     ``on_progress(history)``, if given, is called after each interval (e.g. a dashboard's
-    ``show_training``).
+    ``show_training``). ``history``: a History (or a lab's subclass of it) to record into.
     """
     if num_steps % steps_per_closure or log_every_steps % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) and log_every_steps ({log_every_steps}) must be "
                          f"multiples of steps_per_closure ({steps_per_closure}).")
-    history = History()
+    history = History() if history is None else history
+    training_seconds = 0.0
     closures_per_interval = log_every_steps // steps_per_closure
     with tqdm(total=num_steps, desc=description, unit="step") as bar:
         for interval_start in range(0, num_steps, log_every_steps):
@@ -105,9 +140,11 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
                 fetched.append(float(remote_loss.fetch()))
                 bar.update(steps_per_closure)
             coordinator.join()
+            interval_seconds = time.perf_counter() - began
+            training_seconds += interval_seconds
             steps = closures * steps_per_closure
-            history.record(step=interval_start + steps, loss=float(np.mean(fetched)),
-                           steps_per_second=steps / (time.perf_counter() - began),
+            history.record(step=interval_start + steps, seconds=training_seconds, loss=float(np.mean(fetched)),
+                           steps_per_second=steps / interval_seconds,
                            metrics={m.name: float(m.result()) for m in metrics},
                            evaluation=evaluate() if evaluate else {})
             for metric in metrics:

@@ -32,7 +32,7 @@ SMOKE_PARAMETERS = {
     # One worker never stale, two with one slowed measurably stale; SSP waits, the filter drops exactly
     # tau > bound; plain async loses >= 5 points at delay 16 and alpha/tau wins back half, over 2 seeds.
     # Packing 10 too: its functions, freed after their cluster stopped, once printed red lines.
-    "06_stale_gradients.ipynb": {"worker_counts": [1, 2], "packings": [1, 10], "histogram_steps": 100,
+    "06_stale_gradients.ipynb": {"worker_counts": [1, 2], "steps_per_closure": [1, 10], "histogram_steps": 100,
                                  "delay_kinds": ["constant"], "seeds": [0, 1], "num_steps": 200},
     # The restarted worker must get work: the driver waits until the coordinator reconnected it, and 260
     # steps remain after its restart (with 160 and no wait, in a fresh-clone run, it got none).
@@ -40,10 +40,10 @@ SMOKE_PARAMETERS = {
                                  "worker_restart_step": 140, "ps_kill_step": 130,
                                  "coordinator_kill_step": 150, "fit_epochs": 3, "fit_steps_per_epoch": 30,
                                  "checkpoint_ballast_floats": 2_000_000},
-    # One cluster shape, two packings, the MLP: bytes per step are still checked against M, and the cost model
+    # One cluster shape, 1 and 10 steps per closure, the MLP: bytes per step are still checked against M, and the cost model
     # predicts every custom-loop point (asserted inside). With a second shape (workers [1, 2]) one run in three
     # printed a worker's "Socket closed" at MultiDeviceIteratorInit, so the smoke run keeps one shape.
-    "08_performance_analysis.ipynb": {"workers": [1], "ps": [1], "packing": [1, 10], "models": ["mlp"],
+    "08_performance_analysis.ipynb": {"workers": [1], "ps": [1], "steps_per_closure": [1, 10], "models": ["mlp"],
                                       "batch_sizes": [64], "repeats": 2, "min_steps": 10, "target_accuracy": 0.5,
                                       "out_dir": "../../runs/bench/smoke08"},
     "09_laptop_to_cluster.ipynb": {"num_workers": 1, "num_steps": 150, "checkpoint_every": 50,

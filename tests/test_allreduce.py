@@ -11,7 +11,7 @@ from support import processes_running
 @pytest.mark.parametrize("settings, message", [
     ({"model": "resnet"}, "unknown model 'resnet'; use one of mlp, embedding"),
     ({"num_workers": 0}, "num_workers must be a whole number >= 1"),
-    ({"batches_per_interval": 30}, r"multiple of steps_per_call x num_workers \(20\)"),
+    ({"batches_per_interval": 30}, r"multiple of steps_per_closure x num_workers \(20\)"),
     ({"slow_worker": 2}, r"slow_worker 2 is not a worker index \(0 to 1\)"),
 ])
 def test_a_bad_plan_says_what_to_change(settings, message):
@@ -25,9 +25,13 @@ def test_a_plan_has_the_slowed_phase_only_when_asked():
 
 
 def test_time_to_accuracy_is_the_first_evaluation_at_the_target():
-    phase = allreduce.Phase(samples=[100, 200, 300], seconds=[1.0, 2.0, 3.0], test_accuracy=[0.5, 0.9, 0.8])
-    assert phase.seconds_to(0.85) == 2.0
-    assert phase.seconds_to(0.95) is None
+    phase = allreduce.Phase(batch_size=10)
+    for step, seconds, accuracy in ((10, 1.0, 0.5), (20, 2.0, 0.9), (30, 3.0, 0.8)):
+        phase.record(step, seconds, evaluation={"accuracy": accuracy})
+    assert phase.first_reaching(0.85, "seconds") == 2.0
+    assert phase.first_reaching(0.85) == 20
+    assert phase.first_reaching(0.95, "seconds") is None
+    assert phase.samples == [100, 200, 300]
     assert phase.samples_per_second == 100
 
 

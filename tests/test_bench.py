@@ -15,7 +15,7 @@ from labkit import bench, traffic
 from labkit.bench import metering
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
-TINY_GRID = ["--workers", "1", "--ps", "1", "--packing", "1", "10", "--models", "mlp", "--batch-sizes", "64",
+TINY_GRID = ["--workers", "1", "--ps", "1", "--steps-per-closure", "1", "10", "--models", "mlp", "--batch-sizes", "64",
              "--repeats", "2", "--min-steps", "20", "--target-accuracy", "0.5"]
 
 
@@ -34,9 +34,9 @@ def test_first_reaching_finds_the_first_value_at_or_above_the_target():
 
 
 def test_intervals_hold_whole_closures_for_every_worker():
-    point = bench.Point("mlp", "custom", workers=3, ps=1, packing=10, batch_size=64)
+    point = bench.Point("mlp", "custom", workers=3, ps=1, steps_per_closure=10, batch_size=64)
     assert bench.interval_steps(point, 100) == 120
-    baseline = bench.Point("mlp", "single-process", workers=0, ps=0, packing=50, batch_size=64)
+    baseline = bench.Point("mlp", "single-process", workers=0, ps=0, steps_per_closure=50, batch_size=64)
     assert bench.interval_steps(baseline, 100) == 100
 
 
@@ -74,25 +74,25 @@ def test_one_cli_runs_both_benchmarks():
 
 
 def test_plan_varies_each_axis_around_the_base_point():
-    points = bench.plan(workers=[1, 2, 4], ps=[1, 2], packing=[1, 10], models=["mlp", "lm"],
+    points = bench.plan(workers=[1, 2, 4], ps=[1, 2], steps_per_closure=[1, 10], models=["mlp", "lm"],
                         batch_sizes=[64, 256], cores=2)
     assert len(points) == len(set(points))
     custom = [p for p in points if p.loop == "custom"]
-    curve = {(p.workers, p.packing) for p in custom if p.model == "mlp" and p.ps == 1 and p.batch_size == 64}
+    curve = {(p.workers, p.steps_per_closure) for p in custom if p.model == "mlp" and p.ps == 1 and p.batch_size == 64}
     assert curve == {(w, k) for w in (1, 2, 4) for k in (1, 10)}
     # everything else at the base: 2 workers (closest to 2 cores), 1 ps, batch 64
     assert {(p.model, p.ps) for p in custom if p.workers == 2} == {("mlp", 1), ("mlp", 2), ("lm", 1), ("lm", 2)}
-    assert {(p.model, p.workers, p.ps, p.packing) for p in points if p.loop == "fit"} == \
+    assert {(p.model, p.workers, p.ps, p.steps_per_closure) for p in points if p.loop == "fit"} == \
         {("mlp", 2, 1, 1), ("mlp", 2, 1, 10)}  # model.fit: MNIST models only
     assert {p.batch_size for p in custom if p.batch_size != 64} == {256}
-    baselines = {(p.model, p.batch_size, p.packing) for p in points if p.loop == "single-process"}
+    baselines = {(p.model, p.batch_size, p.steps_per_closure) for p in points if p.loop == "single-process"}
     assert baselines == {("mlp", 64, 10), ("lm", 64, 10), ("mlp", 256, 10)}
 
 
 @pytest.mark.parametrize("flags, message", [
     (["--workers", "0"], "worker counts must be whole numbers >= 1, got [0]. Give e.g. --workers 1 2 3 4"),
     (["--ps", "0", "1"], "parameter server counts must be whole numbers >= 1"),
-    (["--packing", "0"], "--packing 1 10 50"),
+    (["--steps-per-closure", "0"], "--steps-per-closure 1 10 50"),
     (["--models", "resnet"], "unknown model 'resnet': choose from mlp, wide-mlp, lm"),
     (["--repeats", "1"], "repeats must be a whole number >= 2"),
     (["--target-accuracy", "85"], "target_accuracy must be in (0, 1]"),
@@ -123,8 +123,8 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     with open(out / "results.csv") as file:
         rows = list(csv.DictReader(file))
     document = json.loads((out / "results.json").read_text())
-    # 1 single-process baseline + custom loop and model.fit at packing 1 and 10
-    assert sorted((r["loop"], int(r["packing"])) for r in rows) == [
+    # 1 single-process baseline + custom loop and model.fit at steps_per_closure 1 and 10
+    assert sorted((r["loop"], int(r["steps_per_closure"])) for r in rows) == [
         ("custom", 1), ("custom", 10), ("fit", 1), ("fit", 10), ("single-process", 10)]
     assert len(document["results"]) == len(rows)
     for row in rows:
@@ -134,7 +134,7 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
         assert float(row["ratio_to_single_process"]) > 0
         assert int(row["intervals"]) == 2
         assert (int(row["beside_workers"]), int(row["beside_ps"])) == (1, 1), "all measured beside the one shape"
-    assert document["settings"]["packing"] == [1, 10]
+    assert document["settings"]["steps_per_closure"] == [1, 10]
     assert "single-process" in printed and "saved" in printed
 
 

@@ -234,8 +234,11 @@ def test_01_kill_and_restart_checks_on_real_processes(sleeper, tmp_path):
 
 
 def report(final_step, steps_scheduled=0, recoveries=(), checkpoint_steps=()):
-    return faults.RecoveryReport(faults.Timeline(), points=[(0.0, step, {}) for step in checkpoint_steps],
-                                 recoveries=list(recoveries), final_step=final_step, steps_scheduled=steps_scheduled)
+    recovered = faults.RecoveryReport(timeline=faults.Timeline(), recoveries=list(recoveries),
+                                      steps_scheduled=steps_scheduled)
+    for step in sorted({*checkpoint_steps, final_step}):  # a row per checkpoint; the last at the final step
+        recovered.record(step, 0.0)
+    return recovered
 
 
 @pytest.mark.parametrize("wrong, message", [
@@ -325,7 +328,7 @@ def test_08_saved_results_must_match_the_points():
 
 
 def test_08_dense_traffic_must_be_about_the_model_size():
-    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "packing": 1, "parameter_bytes": 1000,
+    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "steps_per_closure": 1, "parameter_bytes": 1000,
            "measured_pull_bytes_per_step": 1100, "measured_push_bytes_per_step": 1050}
     checks.dense_traffic_is_model_size(row)
     with pytest.raises(AssertionError, match="push 0.10 M per step"):
@@ -341,7 +344,7 @@ def test_08_a_running_cluster_is_named():
 
 
 def _cost_model_rows():
-    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "packing": 1, "steps_per_s_median": 100.0}
+    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "steps_per_closure": 1, "steps_per_s_median": 100.0}
     return [row, dict(row, workers=2, steps_per_s_median=150.0)]
 
 

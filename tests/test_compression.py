@@ -252,7 +252,10 @@ def test_contraction_check_rejects_a_compressor_that_keeps_too_little(gradient):
 
 def result(name, accuracy, total, seed=0):
     measured = labkit.traffic.Traffic(received=total / 2, sent=total / 2)
-    return compression.Result(name, seed, True, 600, accuracy, total / 4, total / 4, 407_080, 10.0, measured)
+    run = compression.Result(name=name, seed=seed, error_feedback=True, push_payload=total / 4,
+                             pull_payload=total / 4, model_bytes=407_080, measured=measured)
+    run.record(600, 60.0, steps_per_second=10.0, evaluation={"accuracy": accuracy})
+    return run
 
 
 def test_both_ways_check_passes_enough_bytes_saved_at_the_same_accuracy():

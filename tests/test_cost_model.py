@@ -12,15 +12,15 @@ def costs(one_worker=0.010, dispatch=0.0, coordinator=0.001, worker=0.008, ps=0.
 
 
 def test_one_worker_alone_runs_at_its_measured_step_time():
-    prediction = predict(costs(one_worker=0.010), workers=1, ps=1, packing=1)
+    prediction = predict(costs(one_worker=0.010), workers=1, ps=1, steps_per_closure=1)
     assert prediction.bottleneck == "workers"
     assert prediction.steps_per_s == pytest.approx(100)
 
 
 def test_packing_divides_the_dispatch_cost_per_closure():
     slow_dispatch = costs(one_worker=0.002, dispatch=0.008)
-    assert predict(slow_dispatch, 1, 1, packing=1).steps_per_s == pytest.approx(100)
-    assert predict(slow_dispatch, 1, 1, packing=8).steps_per_s == pytest.approx(1 / 0.003)
+    assert predict(slow_dispatch, 1, 1, steps_per_closure=1).steps_per_s == pytest.approx(100)
+    assert predict(slow_dispatch, 1, 1, steps_per_closure=8).steps_per_s == pytest.approx(1 / 0.003)
 
 
 @pytest.mark.parametrize("hand_built, workers, bottleneck, steps_per_s", [
@@ -29,7 +29,7 @@ def test_packing_divides_the_dispatch_cost_per_closure():
     (costs(one_worker=0.010, ps=0.004), 4, "parameter servers", 250),
 ])
 def test_the_slowest_resource_sets_the_pace(hand_built, workers, bottleneck, steps_per_s):
-    prediction = predict(hand_built, workers, ps=1, packing=1)
+    prediction = predict(hand_built, workers, ps=1, steps_per_closure=1)
     assert prediction.bottleneck == bottleneck
     assert prediction.steps_per_s == pytest.approx(steps_per_s)
     assert prediction.steps_per_s == min(prediction.limits.values())
@@ -38,13 +38,13 @@ def test_the_slowest_resource_sets_the_pace(hand_built, workers, bottleneck, ste
 def test_processes_sharing_cores_cannot_use_more_cpu_than_the_cores():
     # every step costs 0.001 + 0.008 + 0.001 = 0.010 CPU seconds: 2 cores allow 200 steps/s, whatever the workers
     for workers in (2, 4, 8):
-        prediction = predict(costs(one_worker=0.010), workers, ps=1, packing=1, cores=2)
+        prediction = predict(costs(one_worker=0.010), workers, ps=1, steps_per_closure=1, cores=2)
         assert prediction.bottleneck == "cores" and prediction.steps_per_s == pytest.approx(200)
 
 
 def test_links_are_full_duplex_pull_and_push_each_get_the_whole_rate():
     # 1 MB pulled and 1 MB pushed per step through a 100 MB/s link each way: 100 steps/s, not 50
-    prediction = predict(costs(one_worker=0.001), workers=50, ps=1, packing=1, link_bytes_per_s=100 * MB)
+    prediction = predict(costs(one_worker=0.001), workers=50, ps=1, steps_per_closure=1, link_bytes_per_s=100 * MB)
     assert prediction.bottleneck == "network"
     assert prediction.limits["network"] == pytest.approx(100)
     lopsided = predict(costs(one_worker=0.001, pull=2 * MB, push=0.5 * MB), 50, 1, 1, link_bytes_per_s=100 * MB)
@@ -52,7 +52,7 @@ def test_links_are_full_duplex_pull_and_push_each_get_the_whole_rate():
 
 
 def test_one_worker_waits_for_its_own_pull_then_its_push():
-    prediction = predict(costs(one_worker=0.010), workers=1, ps=1, packing=1, link_bytes_per_s=100 * MB)
+    prediction = predict(costs(one_worker=0.010), workers=1, ps=1, steps_per_closure=1, link_bytes_per_s=100 * MB)
     assert prediction.limits["workers"] == pytest.approx(1 / (0.010 + 0.020))
 
 
@@ -75,8 +75,8 @@ def test_fit_cost_separates_per_step_per_closure_and_per_extra_ps():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: predict(costs(), workers=0, ps=1, packing=1), "workers must be a whole number >= 1, got 0"),
-    (lambda: predict(costs(), workers=2, ps=1.5, packing=1), "ps must be a whole number >= 1, got 1.5"),
+    (lambda: predict(costs(), workers=0, ps=1, steps_per_closure=1), "workers must be a whole number >= 1, got 0"),
+    (lambda: predict(costs(), workers=2, ps=1.5, steps_per_closure=1), "ps must be a whole number >= 1, got 1.5"),
     (lambda: predict(costs(), 2, 1, 1, link_bytes_per_s=0), "link_bytes_per_s must be > 0 or None"),
     (lambda: predict(costs(), 2, 1, 1, cores=-2), "cores must be > 0 or None"),
     (lambda: costs(worker=-0.001), "worker_cpu must be a positive cost"),
@@ -89,23 +89,23 @@ def test_bad_input_says_what_is_wrong(call, message):
         call()
 
 
-def row(loop="custom", workers=1, ps=1, packing=1, batch_size=64, steps_per_s=100.0, cpu=(0.2, 0.5, 0.1),
+def row(loop="custom", workers=1, ps=1, steps_per_closure=1, batch_size=64, steps_per_s=100.0, cpu=(0.2, 0.5, 0.1),
         beside=(1, 1)):
     coordinator, workers_cpu, ps_cpu = cpu
-    return {"model": "mlp", "loop": loop, "workers": workers, "ps": ps, "packing": packing, "batch_size": batch_size,
+    return {"model": "mlp", "loop": loop, "workers": workers, "ps": ps, "steps_per_closure": steps_per_closure, "batch_size": batch_size,
             "steps_per_s_median": steps_per_s, "cpu_coordinator": coordinator, "cpu_workers": workers_cpu,
             "cpu_ps": ps_cpu, "measured_pull_bytes_per_step": 4e5, "measured_push_bytes_per_step": 4.1e5,
             "beside_workers": beside[0], "beside_ps": beside[1]}
 
 
 def sweep_rows():
-    return [row(packing=1, steps_per_s=50.0), row(packing=10, steps_per_s=200.0),
-            row(ps=2, packing=10, steps_per_s=160.0),
-            row(workers=2, packing=10, steps_per_s=300.0, cpu=(0.3, 1.2, 0.3)),
-            row(loop="single-process", workers=0, ps=0, packing=10, steps_per_s=400.0, cpu=(1.0, 0, 0)),
-            row(loop="single-process", workers=0, ps=0, packing=10, batch_size=256, steps_per_s=200.0,
+    return [row(steps_per_closure=1, steps_per_s=50.0), row(steps_per_closure=10, steps_per_s=200.0),
+            row(ps=2, steps_per_closure=10, steps_per_s=160.0),
+            row(workers=2, steps_per_closure=10, steps_per_s=300.0, cpu=(0.3, 1.2, 0.3)),
+            row(loop="single-process", workers=0, ps=0, steps_per_closure=10, steps_per_s=400.0, cpu=(1.0, 0, 0)),
+            row(loop="single-process", workers=0, ps=0, steps_per_closure=10, batch_size=256, steps_per_s=200.0,
                 cpu=(1.0, 0, 0)),
-            row(workers=2, packing=10, batch_size=256, steps_per_s=150.0, cpu=(0.3, 1.2, 0.3))]
+            row(workers=2, steps_per_closure=10, batch_size=256, steps_per_s=150.0, cpu=(0.3, 1.2, 0.3))]
 
 
 def test_costs_are_read_from_one_worker_rows():
@@ -139,10 +139,10 @@ def test_without_a_one_worker_row_the_error_says_what_to_measure():
 
 
 def test_plan_measures_the_cost_model_inputs_for_every_model():
-    points = bench.plan(workers=[2, 3], ps=[1, 2], packing=[1, 10, 50], models=["mlp", "lm"], batch_sizes=[64],
+    points = bench.plan(workers=[2, 3], ps=[1, 2], steps_per_closure=[1, 10, 50], models=["mlp", "lm"], batch_sizes=[64],
                         cores=2)
     for model in ("mlp", "lm"):
-        one_worker = {(p.ps, p.packing) for p in points if p.model == model and p.workers == 1}
+        one_worker = {(p.ps, p.steps_per_closure) for p in points if p.model == model and p.workers == 1}
         assert one_worker == {(1, 1), (1, 50), (2, 50)}
 
 

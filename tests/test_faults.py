@@ -34,7 +34,7 @@ def test_training_survives_a_worker_kill_and_uses_the_restarted_worker(cluster, 
     disturbed = run(cluster, data, tmp_path / "disturbed",
                     [faults.Fault(150, "worker:1"), faults.Fault(350, "worker:1", "restart")])
     checks.at_least_once(disturbed, 600)
-    accuracy = [report.points[-1][2]["accuracy"] for report in (undisturbed, disturbed)]
+    accuracy = [report.final_accuracy for report in (undisturbed, disturbed)]
     assert accuracy[1] >= 0.85 and abs(accuracy[0] - accuracy[1]) <= 0.02, accuracy
     pid, cpu_at_restart, cpu_at_end = disturbed.restarted_cpu["worker:1"]
     assert cluster.task("worker:1").pid == pid

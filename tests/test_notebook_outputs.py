@@ -40,7 +40,7 @@ RECORDED = {
                                  "accuracy_constant_Constant", "accuracy_constant_InverseTau"},
     "07_fault_tolerance.ipynb": {"accuracy_undisturbed", "accuracy_worker_failure", "ps_steps_lost",
                                  "ps_recovery_seconds", "coordinator_recovery_seconds"},
-    "08_performance_analysis.ipynb": {"model_points_predicted", "samples_per_s_base_best_packing"},
+    "08_performance_analysis.ipynb": {"model_points_predicted", "samples_per_s_base_best_k"},
     "09_laptop_to_cluster.ipynb": {"test_accuracy", "model_bytes", "kubernetes_objects"},
     "10_ps_vs_allreduce.ipynb": {"ps_mlp_samples_per_s", "allreduce_mlp_samples_per_s", "ps_slowed_samples_per_s",
                                  "allreduce_slowed_samples_per_s", "ps_embedding_samples_per_s",

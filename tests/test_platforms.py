@@ -48,9 +48,9 @@ def test_without_ss_the_benchmark_meter_measures_time_and_cpu_but_no_bytes(no_ss
 
 
 def test_without_ss_the_compression_table_shows_payload_bytes_and_na(no_ss):
-    result = compression.Result(name="top-k 1%", seed=0, error_feedback=True, steps=600, test_accuracy=0.9,
-                                push_payload=4088.0, pull_payload=407080.0, model_bytes=407080,
-                                steps_per_second=20.0, measured=None)
+    result = compression.Result(name="top-k 1%", seed=0, error_feedback=True, push_payload=4088.0,
+                                pull_payload=407080.0, model_bytes=407080, measured=None)
+    result.record(600, 30.0, steps_per_second=20.0, evaluation={"accuracy": 0.9})
     table = compression.format_results([result])
     row = table.splitlines()[1]
     assert "4,088" in row and "407,080" in row and row.count("n/a") == 3

@@ -163,8 +163,10 @@ def run_with(taus_by_worker, dropped=0, updates=None):
     for worker, taus in enumerate(taus_by_worker):
         counts[worker, :len(taus)] = taus
     applied = int(counts.sum()) - dropped
-    return staleness.Run("rule", "none", 0.1, counts=counts, dropped=dropped, clocks=[10] * len(taus_by_worker),
-                         updates=[applied if updates is None else updates], accuracy=[0.9])
+    run = staleness.Run(rule="rule", delay="none", learning_rate=0.1, counts=counts, dropped=dropped,
+                        clocks=[10] * len(taus_by_worker))
+    run.record(int(counts.sum()), 5.0, evaluation={"updates": applied if updates is None else updates, "accuracy": 0.9})
+    return run
 
 
 @pytest.mark.parametrize("alone, together, message", [

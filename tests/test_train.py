@@ -109,6 +109,20 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
     assert history.metrics["accuracy"][-1] > 0.85
     assert history.evaluation == {"seen": [1.0, 1.0, 1.0]}
     assert all(rate > 0 for rate in history.steps_per_second)
+    assert 0 < history.seconds[0] < history.seconds[1] < history.seconds[2] == history.total_seconds
+
+
+def test_a_history_answers_the_same_questions_for_every_lab():
+    history = train.History()
+    with pytest.raises(ValueError, match="recorded no accuracy"):
+        history.final_accuracy
+    assert (history.final_step, history.total_seconds) == (0, 0.0)
+    for step, seconds, accuracy in ((100, 2.0, 0.6), (200, 4.0, 0.91), (300, 6.0, 0.89)):
+        history.record(step, seconds, evaluation={"accuracy": accuracy, "updates": step - 1})
+    assert (history.final_step, history.total_seconds, history.final_accuracy) == (300, 6.0, 0.89)
+    assert history.first_reaching(0.9) == 200 and history.first_reaching(0.9, "seconds") == 4.0
+    assert history.first_reaching(0.9, "updates") == 199 and history.first_reaching(0.95) is None
+    assert np.isnan(history.loss).all(), "a value the run did not measure is NaN"
 
 
 def test_run_refuses_step_counts_that_do_not_pack(coordinator):

@@ -12,7 +12,7 @@ Every step uses five resources, and the slowest one sets the pace:
 - **cores**: when every process shares one machine, the CPU all of them spend per step.
 
 A cost per step is ``per_step + per_closure / K + per_extra_ps * (p - 1)`` (``Cost``),
-fitted from one worker at two packings and at two PS counts. ``predict`` gives the rate
+fitted from one worker at two numbers of steps per closure and at two PS counts. ``predict`` gives the rate
 and which limit set it. ``measure_costs`` reads the costs from ``labkit.bench`` rows.
 """
 import math
@@ -30,8 +30,8 @@ class Cost:
     per_closure: float = 0.0
     per_extra_ps: float = 0.0
 
-    def at(self, packing, ps=1):
-        return self.per_step + self.per_closure / packing + self.per_extra_ps * (ps - 1)
+    def at(self, steps_per_closure, ps=1):
+        return self.per_step + self.per_closure / steps_per_closure + self.per_extra_ps * (ps - 1)
 
 
 @dataclass(frozen=True)
@@ -73,22 +73,22 @@ def _whole(name, value, example):
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}; e.g. {name}={example}.")
 
 
-def predict(costs, workers, ps, packing, cores=None, link_bytes_per_s=None):
-    """Steps/s of ``workers`` workers and ``ps`` parameter servers with ``packing`` steps per closure.
+def predict(costs, workers, ps, steps_per_closure, cores=None, link_bytes_per_s=None):
+    """Steps/s of ``workers`` workers and ``ps`` parameter servers running ``steps_per_closure`` steps per closure.
 
     ``cores``: the cores all processes share (one machine), or None for a machine per task.
     ``link_bytes_per_s``: each machine's link rate in each direction, or None for loopback (free).
     """
     _whole("workers", workers, 2)
     _whole("ps", ps, 1)
-    _whole("packing", packing, 10)
+    _whole("steps_per_closure", steps_per_closure, 10)
     for name, value in (("cores", cores), ("link_bytes_per_s", link_bytes_per_s)):
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be > 0 or None, got {value!r}; e.g. 125e6 bytes/s for 1 Gbit/s.")
     wire_seconds = (costs.pull_bytes + costs.push_bytes) / link_bytes_per_s if link_bytes_per_s else 0.0
-    coordinator, worker, server = (cost.at(packing, ps) for cost in
+    coordinator, worker, server = (cost.at(steps_per_closure, ps) for cost in
                                    (costs.coordinator_cpu, costs.worker_cpu, costs.ps_cpu))
-    limits = {"workers": workers / (costs.one_worker_seconds.at(packing, ps) + wire_seconds),
+    limits = {"workers": workers / (costs.one_worker_seconds.at(steps_per_closure, ps) + wire_seconds),
               "coordinator": 1 / coordinator if coordinator else math.inf,
               "parameter servers": ps / server if server else math.inf}
     busiest_direction = max(costs.pull_bytes, costs.push_bytes)
@@ -101,7 +101,7 @@ def predict(costs, workers, ps, packing, cores=None, link_bytes_per_s=None):
 
 
 def fit_cost(low, high, more_ps=None):
-    """A ``Cost`` through measurements ``(packing, ps, seconds)``: ``low`` and ``high`` at two packings
+    """A ``Cost`` through measurements ``(steps_per_closure, ps, seconds)``: ``low`` and ``high`` at two numbers of steps per closure
     and the same PS count, ``more_ps`` (optional) at more PS. Each part is kept >= 0 (noise can make a
     difference negative: then that part is 0)."""
     (k_low, ps, value_low), (k_high, ps_high, value_high) = low, high
@@ -129,7 +129,7 @@ def _cpu_per_step(kind):
 
 def calibration(rows, model, batch_size):
     """The rows the costs of ``model`` at ``batch_size`` are fitted on: one worker (custom loop) at
-    the fewest PS, smallest and largest packing, and at the most PS, largest packing (or None)."""
+    the fewest PS, fewest and most steps per closure, and at the most PS, most steps per closure (or None)."""
     one = [r for r in rows if r["loop"] == "custom" and r["model"] == model and r["workers"] == 1
            and r["batch_size"] == batch_size]
     if not one:
@@ -137,9 +137,9 @@ def calibration(rows, model, batch_size):
                          "is fitted on one worker; measure it (bench.plan adds those points).")
     fewest = min(r["ps"] for r in one)
     at_fewest = [r for r in one if r["ps"] == fewest]
-    low = min(at_fewest, key=lambda r: r["packing"])
-    high = max(at_fewest, key=lambda r: r["packing"])
-    more = [r for r in one if r["ps"] > fewest and r["packing"] == high["packing"]]
+    low = min(at_fewest, key=lambda r: r["steps_per_closure"])
+    high = max(at_fewest, key=lambda r: r["steps_per_closure"])
+    more = [r for r in one if r["ps"] > fewest and r["steps_per_closure"] == high["steps_per_closure"]]
     return low, high, (max(more, key=lambda r: r["ps"]) if more else None)
 
 
@@ -148,7 +148,7 @@ def measure_costs(rows, model, batch_size):
     calibrated = calibration(rows, model, batch_size)
 
     def cost(value):
-        return fit_cost(*[(r["packing"], r["ps"], value(r)) if r else None for r in calibrated])
+        return fit_cost(*[(r["steps_per_closure"], r["ps"], value(r)) if r else None for r in calibrated])
 
     low, high, _ = calibrated
     if high["measured_pull_bytes_per_step"] is None:
@@ -190,7 +190,7 @@ def predict_rows(rows, calibration_batch, cores):
         key = (row["model"], row["batch_size"])
         if key not in costs:
             costs[key] = costs_for(rows, row["model"], row["batch_size"], calibration_batch)
-        prediction = predict(costs[key], row["workers"], row["ps"], row["packing"], cores=cores)
+        prediction = predict(costs[key], row["workers"], row["ps"], row["steps_per_closure"], cores=cores)
         predicted.append((row, prediction, id(row) in calibrating))
     return predicted
 

@@ -44,7 +44,7 @@ def format_table(rows):
         quartiles = f"{r['samples_per_s_q1']:,.0f}–{r['samples_per_s_q3']:,.0f}"
         cpu = f"{r['cpu_coordinator']:.2f}/{r['cpu_workers']:.2f}/{r['cpu_ps']:.2f}"
         kilobytes = [number(r[f"measured_{d}_bytes_per_step"], ",.0f", 1e3) for d in ("pull", "push")]
-        lines.append(f"{r['model']:<9}{r['loop']:<15}{r['workers']:>2}{r['ps']:>3}{r['packing']:>4}{r['batch_size']:>6}"
+        lines.append(f"{r['model']:<9}{r['loop']:<15}{r['workers']:>2}{r['ps']:>3}{r['steps_per_closure']:>4}{r['batch_size']:>6}"
                      f"{r['samples_per_s_median']:>10,.0f}{quartiles:>14}{number(r['ratio_to_single_process'], '.2f'):>8}"
                      f"{number(r['seconds_to_target'], '.1f'):>12}{cpu:>19}{'/'.join(kilobytes):>19}")
     return "\n".join(lines)

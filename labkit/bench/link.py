@@ -1,6 +1,6 @@
 """``labkit bench link``: one sweep point over rate-limited links, measured and predicted by the cost model.
 
-In the same run: the cost model's inputs are measured on loopback (one worker, two packings,
+In the same run: the cost model's inputs are measured on loopback (one worker, two numbers of steps per closure,
 ``labkit.bench.sweep``), then the point runs on network namespaces (``labkit.netns``, needs root):
 a chief, one PS and the workers on hosts of their own, every cable limited to ``rate_mbit`` in
 each direction by tc's token bucket filter (``tbf``) at both its ends. Only the rate is emulated:
@@ -28,7 +28,7 @@ def _workers(count):
     return [f"10.231.1.{3 + index}" for index in range(count)]
 
 
-def measure_here(workers, packing, batch_size, repeats, min_steps, out_path):
+def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out_path):
     """On the chief: time the MLP's custom loop on the cluster of TF_CONFIG; write steps/s to ``out_path``."""
     import tensorflow as tf
 
@@ -40,20 +40,20 @@ def measure_here(workers, packing, batch_size, repeats, min_steps, out_path):
     strategy = tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
-        work = workload(MODEL, Data([MODEL]), batch_size, packing)
-    steps = interval_steps(Point(MODEL, "custom", workers, 1, packing, batch_size), min_steps)
+        work = workload(MODEL, Data([MODEL]), batch_size, steps_per_closure)
+    steps = interval_steps(Point(MODEL, "custom", workers, 1, steps_per_closure, batch_size), min_steps)
     meter = Meter({"coordinator": os.getpid()})
-    run_custom(work, meter, steps, repeats, packing, strategy, coordinator)
+    run_custom(work, meter, steps, repeats, steps_per_closure, strategy, coordinator)
     result = {"steps_per_s": spread([steps / s for s in meter.seconds]), "interval_steps": steps}
     Path(out_path).write_text(json.dumps(result))
 
 
-def _chief_command(workers, packing, batch_size, repeats, min_steps):
-    return (f"python -m labkit.bench.link --chief --workers {workers} --packing {packing} --batch-size {batch_size} "
+def _chief_command(workers, steps_per_closure, batch_size, repeats, min_steps):
+    return (f"python -m labkit.bench.link --chief --workers {workers} --steps-per-closure {steps_per_closure} --batch-size {batch_size} "
             f'--repeats {repeats} --min-steps {min_steps} --out "$PWD/measured.json"')
 
 
-def measure_on_namespaces(rate_mbit, workers, packing, batch_size, repeats, min_steps):
+def measure_on_namespaces(rate_mbit, workers, steps_per_closure, batch_size, repeats, min_steps):
     """The point on hosts joined by ``rate_mbit`` links: (steps/s spread, bytes through the PS link per step)."""
     netns.remove_stale()
     hosts = [CHIEF, PS, *_workers(workers)]
@@ -61,7 +61,7 @@ def measure_on_namespaces(rate_mbit, workers, packing, batch_size, repeats, min_
         network.limit_rate(rate_mbit)
         cluster = {"chief": [f"{CHIEF}:{PORT}"], "ps": [f"{PS}:{PORT}"],
                    "worker": [f"{host}:{PORT}" for host in _workers(workers)]}
-        export.export(cluster, out, _chief_command(workers, packing, batch_size, repeats, min_steps))
+        export.export(cluster, out, _chief_command(workers, steps_per_closure, batch_size, repeats, min_steps))
         tasks = export.exported_tasks(out)
         started = []
         try:
@@ -82,24 +82,24 @@ def measure_on_namespaces(rate_mbit, workers, packing, batch_size, repeats, min_
     return measured["steps_per_s"], {"pull": sent / all_steps, "push": received / all_steps}
 
 
-def link(rate_mbit=100, workers=2, packing=10, batch_size=64, repeats=5, min_steps=60, out_dir="runs/bench/link"):
+def link(rate_mbit=100, workers=2, steps_per_closure=10, batch_size=64, repeats=5, min_steps=60, out_dir="runs/bench/link"):
     """Measure the inputs on loopback and the point over ``rate_mbit`` links; print and save both with the
     prediction. Returns the saved document."""
     reason = netns.unavailable_reason()
     if reason:
         raise RuntimeError(f"labkit bench link needs network namespaces: {reason}.")
     os.environ["LABKIT_OFFLINE"] = "1"  # the namespaces have no internet: the same offline MNIST everywhere
-    points = [Point(MODEL, "custom", 1, 1, k, batch_size) for k in sorted({1, packing})]
-    points.append(Point(MODEL, "custom", workers, 1, packing, batch_size))  # the same point on loopback
+    points = [Point(MODEL, "custom", 1, 1, k, batch_size) for k in sorted({1, steps_per_closure})]
+    points.append(Point(MODEL, "custom", workers, 1, steps_per_closure, batch_size))  # the same point on loopback
     rows = sweep(points, repeats, min_steps, target_accuracy=1.0)
     costs = measure_costs(rows, MODEL, batch_size)
-    loopback = next(r for r in rows if r["workers"] == workers and r["packing"] == packing)
-    steps_per_s, bytes_per_step = measure_on_namespaces(rate_mbit, workers, packing, batch_size, repeats, min_steps)
+    loopback = next(r for r in rows if r["workers"] == workers and r["steps_per_closure"] == steps_per_closure)
+    steps_per_s, bytes_per_step = measure_on_namespaces(rate_mbit, workers, steps_per_closure, batch_size, repeats, min_steps)
     rate = rate_mbit * 1e6 / 8
-    predicted = predict(costs, workers, 1, packing, cores=os.cpu_count(), link_bytes_per_s=rate)
-    predicted_loopback = predict(costs, workers, 1, packing, cores=os.cpu_count())
+    predicted = predict(costs, workers, 1, steps_per_closure, cores=os.cpu_count(), link_bytes_per_s=rate)
+    predicted_loopback = predict(costs, workers, 1, steps_per_closure, cores=os.cpu_count())
     document = {
-        "machine": machine(), "point": {"model": MODEL, "workers": workers, "ps": 1, "packing": packing,
+        "machine": machine(), "point": {"model": MODEL, "workers": workers, "ps": 1, "steps_per_closure": steps_per_closure,
                                         "batch_size": batch_size, "rate_mbit": rate_mbit},
         "linked": {"steps_per_s": steps_per_s, "bytes_per_step": bytes_per_step,
                    "predicted_steps_per_s": predicted.steps_per_s, "bottleneck": predicted.bottleneck,
@@ -122,7 +122,7 @@ def format_link(document):
     measured = linked["steps_per_s"]["median"]
     error = relative_error(linked["predicted_steps_per_s"], measured)
     return "\n".join([
-        f"{point['model']}, {point['workers']} workers, 1 PS, {point['packing']} steps/closure, batch {point['batch_size']}:",
+        f"{point['model']}, {point['workers']} workers, 1 PS, {point['steps_per_closure']} steps/closure, batch {point['batch_size']}:",
         f"  loopback:           measured {loopback['steps_per_s']:7.1f} steps/s, predicted "
         f"{loopback['predicted_steps_per_s']:7.1f} ({loopback['bottleneck']})",
         f"  {point['rate_mbit']} Mbit/s links: measured {measured:7.1f} steps/s "
@@ -139,14 +139,14 @@ def main(argv=None):
     """``python -m labkit.bench.link --chief ...``: the chief's side, run from its exported run.sh."""
     parser = argparse.ArgumentParser(prog="python -m labkit.bench.link", description=main.__doc__)
     parser.add_argument("--chief", action="store_true", required=True)
-    for flag in ("--workers", "--packing", "--batch-size", "--repeats", "--min-steps"):
+    for flag in ("--workers", "--steps-per-closure", "--batch-size", "--repeats", "--min-steps"):
         parser.add_argument(flag, type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     from labkit.children import exit_with_parent_if_started_by_one
 
     exit_with_parent_if_started_by_one()
-    measure_here(args.workers, args.packing, args.batch_size, args.repeats, args.min_steps, args.out)
+    measure_here(args.workers, args.steps_per_closure, args.batch_size, args.repeats, args.min_steps, args.out)
 
 
 if __name__ == "__main__":

@@ -61,18 +61,18 @@ def run_fit(work, meter, steps, repeats, dataset):
     return accuracies
 
 
-def run_custom(work, meter, steps, repeats, packing, strategy, coordinator):
-    """The same with labkit.train's packed closures: schedule steps / packing closures, join, evaluate."""
+def run_custom(work, meter, steps, repeats, steps_per_closure, strategy, coordinator):
+    """The same with labkit.train's packed closures: schedule steps / steps_per_closure closures, join, evaluate."""
     from labkit import models, train
 
     batches = train.per_worker_iterator(coordinator, work.dataset_fn)
     train_steps = train.make_train_steps(strategy, work.model, work.model.optimizer, models.mean_cross_entropy,
-                                         packing, work.metrics)
+                                         steps_per_closure, work.metrics)
     accuracies = []
     for interval in range(repeats + 1):
         if interval:
             meter.begin()
-        for _ in range(steps // packing):
+        for _ in range(steps // steps_per_closure):
             coordinator.schedule(train_steps, args=(batches,))
         coordinator.join()
         if interval:

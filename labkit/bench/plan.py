@@ -9,7 +9,7 @@ from labkit.bench.workloads import MNIST_MODELS, MODELS
 
 @dataclass(frozen=True)
 class Point:
-    """One measurement: a model trained by a loop on a cluster shape, with a packing and batch size.
+    """One measurement: a model trained by a loop on a cluster shape, with a number of steps per closure and a batch size.
 
     ``loop`` is "custom" (labkit.train), "fit" (tf_keras model.fit) or "single-process"
     (plain Keras model.fit, no cluster: workers = ps = 0).
@@ -19,7 +19,7 @@ class Point:
     loop: str
     workers: int
     ps: int
-    packing: int
+    steps_per_closure: int
     batch_size: int
 
 
@@ -29,19 +29,19 @@ def _check_counts(name, values, flag, minimum=1, example="1 2 4"):
                          f"Give e.g. {flag} {example}.")
 
 
-def plan(workers, ps, packing, models, batch_sizes, cores=None):
-    """The points of a sweep: a curve over workers x packing, every other axis varied around a base point.
+def plan(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
+    """The points of a sweep: a curve over workers x steps per closure, every other axis varied around a base point.
 
     The base point uses the first model, PS count and batch size, and the worker count
-    closest to the number of cores. At the base: every model x PS count x packing, model.fit
+    closest to the number of cores. At the base: every model x PS count x steps per closure, model.fit
     against the custom loop for the MNIST models, and every batch size. Every model also runs on one
     worker (the inputs of the cost model, labkit.bench.costmodel). Each (model, batch
-    size) also gets a single-process baseline at the largest packing, which ``sweep`` measures
+    size) also gets a single-process baseline at the most steps per closure, which ``sweep`` measures
     beside each cluster shape that trains that model and batch size.
     """
     _check_counts("worker counts", workers, "--workers", example="1 2 3 4")
     _check_counts("parameter server counts", ps, "--ps", example="1 2")
-    _check_counts("steps per closure (packing)", packing, "--packing", example="1 10 50")
+    _check_counts("steps per closure", steps_per_closure, "--steps-per-closure", example="1 10 50")
     _check_counts("batch sizes", batch_sizes, "--batch-sizes", example="64 256")
     unknown = [name for name in models if name not in MODELS] or ([] if models else ["(none)"])
     if unknown:
@@ -49,16 +49,16 @@ def plan(workers, ps, packing, models, batch_sizes, cores=None):
                          f"e.g. --models mlp lm.")
     base_workers, num_ps, batch = base_point(workers, ps, batch_sizes, cores)
     model = models[0]
-    points = [Point(model, "custom", w, num_ps, k, batch) for w, k in itertools.product(workers, packing)]
-    points += [Point(m, "custom", base_workers, p, k, batch) for m, p, k in itertools.product(models, ps, packing)]
+    points = [Point(model, "custom", w, num_ps, k, batch) for w, k in itertools.product(workers, steps_per_closure)]
+    points += [Point(m, "custom", base_workers, p, k, batch) for m, p, k in itertools.product(models, ps, steps_per_closure)]
     points += [Point(m, "fit", base_workers, num_ps, k, batch)
-               for m, k in itertools.product(models, packing) if m in MNIST_MODELS]
-    points += [Point(model, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, packing)]
+               for m, k in itertools.product(models, steps_per_closure) if m in MNIST_MODELS]
+    points += [Point(model, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, steps_per_closure)]
     # the cost model's inputs (labkit.bench.costmodel): each model on one worker, at the smallest and largest
     # packing with the fewest PS, and at the largest packing with the most PS
     points += [Point(m, "custom", 1, p, k, batch) for m in models
-               for p, k in ((min(ps), min(packing)), (min(ps), max(packing)), (max(ps), max(packing)))]
-    baselines = [Point(p.model, "single-process", 0, 0, max(packing), p.batch_size) for p in points]
+               for p, k in ((min(ps), min(steps_per_closure)), (min(ps), max(steps_per_closure)), (max(ps), max(steps_per_closure)))]
+    baselines = [Point(p.model, "single-process", 0, 0, max(steps_per_closure), p.batch_size) for p in points]
     return list(dict.fromkeys(baselines + points))  # in order, without repeats
 
 
@@ -70,11 +70,11 @@ def base_point(workers, ps, batch_sizes, cores=None):
 
 def interval_steps(point, min_steps):
     """Steps per interval: at least ``min_steps``, and whole closures for every worker."""
-    unit = point.packing * max(1, point.workers)
+    unit = point.steps_per_closure * max(1, point.workers)
     return unit * math.ceil(min_steps / unit)
 
 
-DEFAULTS = {"workers": [1, 2, 3, 4], "ps": [1, 2], "packing": [1, 10, 50], "models": list(MODELS),
+DEFAULTS = {"workers": [1, 2, 3, 4], "ps": [1, 2], "steps_per_closure": [1, 10, 50], "models": list(MODELS),
             "batch_sizes": [64, 256], "repeats": 5, "min_steps": 50, "target_accuracy": 0.9}
 
 
@@ -92,4 +92,4 @@ def check(settings):
     if not 0 < settings["target_accuracy"] <= 1:
         raise ValueError(f"target_accuracy must be in (0, 1], got {settings['target_accuracy']!r}; "
                          "e.g. --target-accuracy 0.85.")
-    return plan(*(settings[name] for name in ("workers", "ps", "packing", "models", "batch_sizes")))
+    return plan(*(settings[name] for name in ("workers", "ps", "steps_per_closure", "models", "batch_sizes")))

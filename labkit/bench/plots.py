@@ -1,4 +1,4 @@
-"""The sweep's figure: throughput against workers, parameter servers and packing; ratios to one process."""
+"""The sweep's figure: throughput against workers, parameter servers and steps per closure; ratios to one process."""
 import numpy as np
 
 from labkit.bench.workloads import MNIST_MODELS
@@ -26,9 +26,9 @@ def plot(rows, path, base):
         axis.errorbar([r[x] for r in chosen], y, yerr=[low, high], marker="o", capsize=3, label=label, **style)
 
     axis = axes[0, 0]
-    for packing in sorted({r["packing"] for r in custom}):
+    for steps_per_closure in sorted({r["steps_per_closure"] for r in custom}):
         errorbars(axis, [r for r in custom if r["model"] == first_model and r["ps"] == ps and
-                         r["batch_size"] == batch and r["packing"] == packing], "workers", f"{packing} steps/closure")
+                         r["batch_size"] == batch and r["steps_per_closure"] == steps_per_closure], "workers", f"{steps_per_closure} steps/closure")
     baselines = [r["samples_per_s_median"] for r in rows
                  if r["loop"] == "single-process" and r["model"] == first_model and r["batch_size"] == batch]
     if baselines:  # measured beside each cluster shape: the line is their median
@@ -40,22 +40,22 @@ def plot(rows, path, base):
     axis = axes[0, 1]
     at_base = [r for r in custom if (r["workers"], r["ps"], r["batch_size"]) == (workers, ps, batch)]
     models = list(dict.fromkeys(r["model"] for r in at_base))
-    packings = sorted({r["packing"] for r in at_base})
-    width = 0.8 / len(packings)
-    for i, packing in enumerate(packings):
+    closure_sizes = sorted({r["steps_per_closure"] for r in at_base})
+    width = 0.8 / len(closure_sizes)
+    for i, steps_per_closure in enumerate(closure_sizes):
         ratios = [next((r["ratio_to_single_process"] or 0 for r in at_base
-                        if r["model"] == m and r["packing"] == packing), 0) for m in models]
-        axis.bar(np.arange(len(models)) + i * width, ratios, width, label=f"{packing} steps/closure")
+                        if r["model"] == m and r["steps_per_closure"] == steps_per_closure), 0) for m in models]
+        axis.bar(np.arange(len(models)) + i * width, ratios, width, label=f"{steps_per_closure} steps/closure")
     axis.axhline(1, color="grey", linestyle=":")
     axis.set(title=f"cluster ÷ one process, samples/s ({workers} workers, {ps} ps)", ylabel="ratio",
-             xticks=np.arange(len(models)) + width * (len(packings) - 1) / 2, xticklabels=models)
+             xticks=np.arange(len(models)) + width * (len(closure_sizes) - 1) / 2, xticklabels=models)
     axis.legend(fontsize=8)
 
     axis = axes[1, 0]
-    top = max(packings)
+    top = max(closure_sizes)
     for model in models:
         errorbars(axis, [r for r in custom if r["model"] == model and r["workers"] == workers and
-                         r["batch_size"] == batch and r["packing"] == top], "ps", model)
+                         r["batch_size"] == batch and r["steps_per_closure"] == top], "ps", model)
     axis.set(title=f"samples/s against parameter servers ({workers} workers, {top} steps/closure)",
              xlabel="parameter servers", ylabel="samples/s", yscale="log")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -67,7 +67,7 @@ def plot(rows, path, base):
             chosen = [r for r in rows if r["loop"] == loop and r["model"] == model and
                       (r["workers"], r["ps"], r["batch_size"]) == (workers, ps, batch)]
             if chosen:
-                errorbars(axis, chosen, "packing", f"{model} {'labkit.train' if loop == 'custom' else 'model.fit'}",
+                errorbars(axis, chosen, "steps_per_closure", f"{model} {'labkit.train' if loop == 'custom' else 'model.fit'}",
                           linestyle=style, color=color)
     axis.set(title=f"custom loop vs model.fit ({workers} workers, {ps} ps)", xlabel="steps per closure / execution",
              ylabel="samples/s", xscale="log")

@@ -39,7 +39,7 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
 
 def measure_single_process(point, data, repeats, min_steps, target_accuracy):
     """Plain Keras model.fit in this process, not on the cluster: the baseline every ratio divides by."""
-    work = workload(point.model, data, point.batch_size, point.packing)
+    work = workload(point.model, data, point.batch_size, point.steps_per_closure)
     meter, steps = Meter({"coordinator": os.getpid()}), interval_steps(point, min_steps)
     accuracies = run_fit(work, meter, steps, repeats, work.dataset_fn())
     return result_row(point, work, meter, steps, accuracies, target_accuracy)
@@ -50,14 +50,14 @@ def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min
     import tensorflow as tf
 
     with strategy.scope():
-        work = workload(point.model, data, point.batch_size, point.packing)
+        work = workload(point.model, data, point.batch_size, point.steps_per_closure)
     pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in cluster.tasks}}
     meter, steps = Meter(pids, traffic.ps_pids(cluster)), interval_steps(point, min_steps)
     if point.loop == "fit":
         dataset = tf.keras.utils.experimental.DatasetCreator(lambda context: work.dataset_fn())
         accuracies = run_fit(work, meter, steps, repeats, dataset)
     else:
-        accuracies = run_custom(work, meter, steps, repeats, point.packing, strategy, coordinator)
+        accuracies = run_custom(work, meter, steps, repeats, point.steps_per_closure, strategy, coordinator)
     return result_row(point, work, meter, steps, accuracies, target_accuracy)
 
 
@@ -95,7 +95,7 @@ def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_s
                         bar.set_postfix_str(f"{point.model} single process, beside {workers}w {ps}ps")
                         row = measure_single_process(point, data, repeats, min_steps, target_accuracy)
                     else:
-                        bar.set_postfix_str(f"{point.model} {point.loop} {workers}w {ps}ps K={point.packing}")
+                        bar.set_postfix_str(f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}")
                         row = measure_on_cluster(point, cluster, strategy, coordinator, data,
                                                  repeats, min_steps, target_accuracy)
                     gc.collect()  # free this point's functions while their workers still run

@@ -30,7 +30,7 @@ class Workload:
     metrics: list = field(default_factory=list)
 
 
-def workload(name, data, batch_size, packing, seed=0):
+def workload(name, data, batch_size, steps_per_closure, seed=0):
     """Build model ``name`` (call it under ``strategy.scope()`` for a cluster) and its data."""
     import tensorflow as tf
 
@@ -40,14 +40,14 @@ def workload(name, data, batch_size, packing, seed=0):
     tf.keras.utils.set_random_seed(seed)
     if name in MNIST_MODELS:
         mnist = data.mnist
-        model = models.mnist_mlp(hidden_units=128 if name == "mlp" else 1024, steps_per_execution=packing)
+        model = models.mnist_mlp(hidden_units=128 if name == "mlp" else 1024, steps_per_execution=steps_per_closure)
         return Workload(model, mnist_dataset_fn(mnist, batch_size, seed),
                         lambda: fit.accuracy(model, mnist.x_test, mnist.y_test),
                         [tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
     corpus, sequence_length = data.corpus, LM_SEQUENCE_LENGTH
     model = models.mini_transformer_lm(len(corpus.vocabulary), sequence_length)
     model.compile(optimizer=tf.keras.optimizers.legacy.Adam(3e-3), loss=models.mean_cross_entropy,
-                  steps_per_execution=packing)
+                  steps_per_execution=steps_per_closure)
     return Workload(model, lambda: next_token_windows(corpus.train_ids, sequence_length, batch_size, seed),
                     lambda: None)
 
