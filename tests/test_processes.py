@@ -64,6 +64,18 @@ def test_a_process_that_never_serves_raises_after_the_timeout(tmp_path):
         hanging.stop()
 
 
+def test_wait_until_returns_the_value_of_a_condition_that_becomes_true():
+    answers = iter([None, 0, "", "ready"])
+    assert processes.wait_until(lambda: next(answers), timeout=30, what="the answer", interval=0.01) == "ready"
+
+
+def test_wait_until_names_what_it_awaited_and_for_how_long_when_it_never_comes():
+    calls = []
+    with pytest.raises(TimeoutError, match=r"^timed out after 0.2 s waiting for ps:0 to serve$"):
+        processes.wait_until(lambda: calls.append(1), timeout=0.2, what="ps:0 to serve", interval=0.01)
+    assert len(calls) > 2, "the condition is polled until the deadline"
+
+
 def test_stop_kills_a_process_that_ignores_sigterm_after_the_grace_period(tmp_path):
     stubborn = processes.start_command([PYTHON, "-c", IGNORES_SIGTERM])
     assert stubborn.stdout.readline().strip() == "ready"
