@@ -14,7 +14,6 @@ What happens when a task dies:
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
 import contextlib
-import gc
 import json
 import math
 import os
@@ -27,7 +26,7 @@ import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import psutil
 import tensorflow as tf
 
-from labkit import children, models, processes, train
+from labkit import children, models, processes, tfruntime, train
 
 PS_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError)
 
@@ -162,7 +161,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
     failure = None
     while True:
         job = None  # the failed job, and earlier jobs' functions, go now, while nothing reconnects the cluster
-        gc.collect()
+        tfruntime.free_unreachable_functions_before_reconnecting()
         job = make_job()
         checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
         manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
