@@ -258,8 +258,9 @@ def _wait(workers, log_dir, total_samples, timeout):
             bar.refresh()
             for index, worker in enumerate(workers):
                 if worker.poll() not in (None, 0):
-                    raise AllReduceError(f"all-reduce worker {index} exited with code {worker.returncode}. Last lines of "
-                                         f"{log_dir}/worker-{index}.log:\n{processes.log_tail(log_dir / f'worker-{index}.log')}")
+                    log = log_dir / f"worker-{index}.log"
+                    raise AllReduceError(f"all-reduce worker {index} exited with code {worker.returncode}. "
+                                         f"Last lines of {log}:\n{processes.log_tail(log)}")
             return all(worker.returncode == 0 for worker in workers)
 
         try:
