@@ -263,11 +263,9 @@ def _wait(workers, log_dir, total_samples, timeout):
                                          f"Last lines of {log}:\n{processes.log_tail(log)}")
             return all(worker.returncode == 0 for worker in workers)
 
-        try:
-            processes.wait_until(all_finished, timeout, "the all-reduce workers to finish", interval=0.2)
-        except TimeoutError:
-            raise AllReduceError(f"the all-reduce workers did not finish within {timeout:.0f} s. Last lines "
-                                 f"of {progress_log}:\n{processes.log_tail(progress_log)}") from None
+        processes.wait_until(all_finished, timeout, "the all-reduce workers to finish", interval=0.2,
+                             error=lambda message: AllReduceError(
+                                 f"{message}. Last lines of {progress_log}:\n{processes.log_tail(progress_log)}"))
 
 
 def _samples_done(log_path):

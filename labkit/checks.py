@@ -109,11 +109,9 @@ def servers_serving(processes, configs, timeout=60.0):
             waiting.pop(0)
         return True
 
-    try:
-        wait_until(every_server_serves, timeout, "every server to serve", interval=0.1)
-    except TimeoutError:
-        raise AssertionError(f"{waiting[0]} is not reachable on port {ports[waiting[0]]} after {timeout:.0f} s: "
-                             "did its server start with its own TF_CONFIG?") from None
+    wait_until(every_server_serves, timeout, "every server to serve", interval=0.1, error=lambda _: AssertionError(
+        f"{waiting[0]} is not reachable on port {ports[waiting[0]]} after {timeout:.0f} s: "
+        "did its server start with its own TF_CONFIG?"))
 
 
 def cluster_trained(configs, model, data, target_accuracy):

@@ -151,10 +151,8 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
                 progress.update(int(saved[-1]) - progress.n if saved else 0)
                 return exited
 
-            processes.wait_until(finished, timeout, "the chief to finish", interval=0.5)
-    except TimeoutError:
-        raise TimeoutError(f"the chief did not finish within {timeout:.0f} s, so it was stopped. "
-                           f"Its log:\n{log_tail(directory)}") from None
+            processes.wait_until(finished, timeout, "the chief to finish", interval=0.5, error=lambda message: (
+                TimeoutError(f"{message}, so it was stopped. Its log:\n{log_tail(directory)}")))
     finally:
         processes.stop([process])
     if process.returncode != 0:

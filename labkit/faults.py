@@ -242,12 +242,10 @@ def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
             waiting.pop(0)
         return True
 
-    try:
-        processes.wait_until(every_worker_reads, timeout, "every worker to reach the parameter servers", interval=0.1)
-    except TimeoutError:
-        raise TimeoutError(f"worker {waiting[0]} could not read from every parameter server within {timeout:.0f} s "
-                           f"({len(refusals)} refused tries; the last: {_first_line(refusals[-1].message)})"
-                           ) from refusals[-1]
+    processes.wait_until(every_worker_reads, timeout, "every worker to read from every parameter server",
+                         interval=0.1, error=lambda message: TimeoutError(
+                             f"{message}: worker {waiting[0]} still cannot ({len(refusals)} refused tries; "
+                             f"the last: {_first_line(refusals[-1].message)})"))
     return len(refusals)
 
 

@@ -128,18 +128,16 @@ def wait_until_serving(process, log_path, port=None, name="the task", timeout=90
                                f"Last lines of {log_path}:\n{log_tail(log_path)}", code)
         return False
 
-    try:
-        wait_until(ready_or_exited, timeout, f"{name} to serve")
-    except TimeoutError:
-        raise ServingError(f"{name} did not serve{f' on port {port}' if port else ''} within {timeout:.0f} s. "
-                           f"Last lines of {log_path}:\n{log_tail(log_path)}") from None
+    wait_until(ready_or_exited, timeout, f"{name} to serve{f' on port {port}' if port else ''}",
+               error=lambda message: ServingError(f"{message}. Last lines of {log_path}:\n{log_tail(log_path)}"))
 
 
-def wait_until(condition, timeout, what, interval=POLL_SECONDS):
+def wait_until(condition, timeout, what, interval=POLL_SECONDS, error=TimeoutError):
     """Call ``condition()`` every ``interval`` seconds until it returns a true value; return that value.
 
-    Raise ``TimeoutError`` naming ``what`` (e.g. "ps:0 to serve") if ``timeout`` seconds pass first.
-    To stop waiting early (the awaited process died), let ``condition`` raise.
+    If ``timeout`` seconds pass first, raise ``error(message)``, the message naming ``what`` (e.g.
+    "ps:0 to serve") and the timeout: ``error`` is an exception class, or a function that adds
+    what helps (a log's last lines). To stop waiting early (the process died), let ``condition`` raise.
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -147,7 +145,7 @@ def wait_until(condition, timeout, what, interval=POLL_SECONDS):
         if value:
             return value
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
+            raise error(f"timed out after {round(timeout, 1):g} s waiting for {what}")
         time.sleep(interval)
 
 
