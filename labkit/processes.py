@@ -210,5 +210,5 @@ def _stop_everything_left():
     stop([owner for owner in owners if isinstance(owner, Process)])
 
 
-__all__ = ["EXIT_PORT_IN_USE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving", "serving", "listening",
-           "accepts_connections", "port_is_free", "stop", "log_tail", "stop_at_exit"]
+__all__ = ["EXIT_PORT_IN_USE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
+           "serving", "listening", "accepts_connections", "port_is_free", "stop", "log_tail", "stop_at_exit"]
