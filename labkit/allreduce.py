@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -245,27 +244,21 @@ def tf_config(cluster, index):
 
 def _wait(workers, log_dir, total_samples, timeout):
     """Wait for every worker to exit 0, showing worker 0's progress; raise AllReduceError otherwise."""
-    deadline = time.monotonic() + timeout
     progress_log = log_dir / "worker-0.log"
     with tqdm(total=total_samples, desc="all-reduce", unit="sample") as bar:
-        while any(worker.poll() is None for worker in workers):
-            failed = [(index, worker.returncode) for index, worker in enumerate(workers)
-                      if worker.returncode not in (None, 0)]
-            if failed:
-                index, code = failed[0]
-                raise AllReduceError(f"all-reduce worker {index} exited with code {code}. Last lines of "
-                                     f"{log_dir}/worker-{index}.log:\n{processes.log_tail(log_dir / f'worker-{index}.log')}")
-            if time.monotonic() > deadline:
-                raise AllReduceError(f"the all-reduce workers did not finish within {timeout:.0f} s. Last lines "
-                                     f"of {progress_log}:\n{processes.log_tail(progress_log)}")
+        def all_finished():
             bar.n = _samples_done(progress_log)
             bar.refresh()
-            time.sleep(0.2)
-        bar.n = _samples_done(progress_log)
-    failed = [index for index, worker in enumerate(workers) if worker.returncode != 0]
-    if failed:
-        raise AllReduceError(f"all-reduce worker {failed[0]} exited with code {workers[failed[0]].returncode}. "
-                             f"Last lines:\n{processes.log_tail(log_dir / f'worker-{failed[0]}.log')}")
+            for index, worker in enumerate(workers):
+                if worker.poll() not in (None, 0):
+                    log = log_dir / f"worker-{index}.log"
+                    raise AllReduceError(f"all-reduce worker {index} exited with code {worker.returncode}. "
+                                         f"Last lines of {log}:\n{processes.log_tail(log)}")
+            return all(worker.returncode == 0 for worker in workers)
+
+        processes.wait_until(all_finished, timeout, "the all-reduce workers to finish", interval=0.2,
+                             error=lambda message: AllReduceError(
+                                 f"{message}. Last lines of {progress_log}:\n{processes.log_tail(progress_log)}"))
 
 
 def _samples_done(log_path):

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import statistics
-import time
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ import psutil
 import tensorflow as tf
 
 from labkit import compression, fit, tfconfig
-from labkit.processes import serving
+from labkit.processes import serving, wait_until
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 
@@ -96,16 +95,23 @@ def servers_serving(processes, configs, timeout=60.0):
     assert "chief:0" not in processes, ("do not start a server for chief:0: the chief is this notebook; "
                                         "it joins the cluster when it creates the strategy.")
     assert sorted(processes) == servers, f"processes has {sorted(processes)}; start one process for each of {servers}."
-    deadline = time.monotonic() + timeout
-    for name in servers:
-        process, port = processes[name], int(_address(configs[name]["cluster"], name).rpartition(":")[2])
-        while not serving(process.pid, port):
-            code = process.poll()
-            assert code is None, (f"{name}'s process exited with code {code} before serving: read its log. "
-                                  "Did you pass TF_CONFIG in its environment (env=...)?")
-            assert time.monotonic() < deadline, (f"{name} is not reachable on port {port} after {timeout:.0f} s: "
-                                                 "did its server start with its own TF_CONFIG?")
-            time.sleep(0.1)
+    ports = {name: int(_address(configs[name]["cluster"], name).rpartition(":")[2]) for name in servers}
+    waiting = list(servers)
+
+    def every_server_serves():
+        while waiting:
+            name = waiting[0]
+            if not serving(processes[name].pid, ports[name]):
+                code = processes[name].poll()
+                assert code is None, (f"{name}'s process exited with code {code} before serving: read its log. "
+                                      "Did you pass TF_CONFIG in its environment (env=...)?")
+                return False
+            waiting.pop(0)
+        return True
+
+    wait_until(every_server_serves, timeout, "every server to serve", interval=0.1, error=lambda _: AssertionError(
+        f"{waiting[0]} is not reachable on port {ports[waiting[0]]} after {timeout:.0f} s: "
+        "did its server start with its own TF_CONFIG?"))
 
 
 def cluster_trained(configs, model, data, target_accuracy):

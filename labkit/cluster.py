@@ -9,7 +9,6 @@ stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
 with the same name starts. ``labkit.processes`` starts, waits for and stops them.
 """
-import gc
 import html
 import json
 import os
@@ -254,7 +253,7 @@ class LocalCluster:
             raise PortInUseError(f"the chief's port {self.chief_port}, where this process must listen as the "
                                  "coordinator, was taken by another program after the cluster started. "
                                  "Stop that program, or stop this cluster and start a new one (new ports).")
-        gc.collect()  # an earlier strategy's freed functions must not go while this one connects (a segfault)
+        tfruntime.free_unreachable_functions_before_reconnecting()
         return tf.distribute.ParameterServerStrategy(self.resolver(), **kwargs)
 
     # ----- watching -----------------------------------------------------------

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import sys
-import time
 from pathlib import Path
 
 import yaml
@@ -144,19 +143,16 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
     a failed chief stop it and raise.
     """
     log = Path(directory) / LOG_NAME
-    deadline = time.monotonic() + timeout
     try:
         with tqdm(total=num_steps, desc="chief: training steps") as progress:
-            while True:
-                finished = process.poll() is not None
+            def finished():
+                exited = process.poll() is not None
                 saved = re.findall(r"step +([0-9]+)  checkpoint saved", log.read_text(errors="replace"))
                 progress.update(int(saved[-1]) - progress.n if saved else 0)
-                if finished:
-                    break
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"the chief did not finish within {timeout:.0f} s, so it was stopped. "
-                                       f"Its log:\n{log_tail(directory)}")
-                time.sleep(0.5)
+                return exited
+
+            processes.wait_until(finished, timeout, "the chief to finish", interval=0.5, error=lambda message: (
+                TimeoutError(f"{message}, so it was stopped. Its log:\n{log_tail(directory)}")))
     finally:
         processes.stop([process])
     if process.returncode != 0:

@@ -13,7 +13,7 @@ What happens when a task dies:
 
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
-import gc
+import contextlib
 import json
 import math
 import os
@@ -26,7 +26,7 @@ import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import psutil
 import tensorflow as tf
 
-from labkit import children, models, train
+from labkit import children, models, processes, tfruntime, train
 
 PS_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError)
 
@@ -159,7 +159,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
     failure = None
     while True:
         job = None  # the failed job, and earlier jobs' functions, go now, while nothing reconnects the cluster
-        gc.collect()
+        tfruntime.free_unreachable_functions_before_reconnecting()
         job = make_job()
         checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
         manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
@@ -229,28 +229,37 @@ def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
     """
     one_variable_per_ps = list({variable.device: variable for variable in job.model.variables}.values())
     read = tf.function(lambda: [tf.reduce_sum(variable) for variable in one_variable_per_ps])
-    refused, deadline = 0, time.monotonic() + timeout
-    for worker in range(job.num_workers):
-        while True:
+    waiting, refusals = list(range(job.num_workers)), []
+
+    def every_worker_reads():
+        while waiting:
             try:
-                with tf.device(f"/job:worker/replica:0/task:{worker}"):
+                with tf.device(f"/job:worker/replica:0/task:{waiting[0]}"):
                     [value.numpy() for value in read()]
-                break
-            except PS_FAILURES:
-                refused += 1
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-    return refused
+            except PS_FAILURES as error:
+                refusals.append(error)
+                return False
+            waiting.pop(0)
+        return True
+
+    processes.wait_until(every_worker_reads, timeout, "every worker to read from every parameter server",
+                         interval=0.1, error=lambda message: TimeoutError(
+                             f"{message}: worker {waiting[0]} still cannot ({len(refusals)} refused tries; "
+                             f"the last: {_first_line(refusals[-1].message)})"))
+    return len(refusals)
 
 
 def _wait_for_step(job, step, timeout=120.0):
     """Poll ``optimizer.iterations`` (on the PS) until it reaches ``step`` or ``timeout`` passes; return it."""
-    deadline = time.monotonic() + timeout
-    reached = int(job.optimizer.iterations.numpy())
-    while reached < step and time.monotonic() < deadline:
-        time.sleep(0.02)
+    reached = 0
+
+    def at_step():
+        nonlocal reached
         reached = int(job.optimizer.iterations.numpy())
+        return reached >= step
+
+    with contextlib.suppress(TimeoutError):
+        processes.wait_until(at_step, timeout, f"the step counter to reach {step}", interval=0.02)
     return reached
 
 
@@ -272,12 +281,11 @@ def _wait_until_reconnected(pid, cpu_at_restart, timeout=30.0, min_cpu_seconds=0
     """Hold the next closures until the coordinator has reconnected a restarted worker (its thread
     retries update_server_def, then rebuilds that worker's dataset: the worker's CPU moves), so the
     worker can take some of them; else the other workers may finish them all first. True if it did."""
-    deadline = time.monotonic() + timeout
-    while cpu_seconds(pid) - cpu_at_restart < min_cpu_seconds:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+    try:
+        return processes.wait_until(lambda: cpu_seconds(pid) - cpu_at_restart >= min_cpu_seconds, timeout,
+                                    f"process {pid} to use {min_cpu_seconds} s of CPU", interval=0.05)
+    except TimeoutError:
+        return False
 
 
 def cpu_seconds(pid):

@@ -5,6 +5,7 @@ by ``labkit.children``, which adds the pipe that makes it exit with its parent, 
 then lives here. One place owns their life cycle:
 
 - ``start_command``: start a command in its own session (output to a pipe or a log file);
+- ``wait_until``: the one poll loop: call a condition until it holds, or raise TimeoutError;
 - ``wait_until_serving``: return once the process listens on its port and accepts
   a connection; raise with the end of its log if it exited or hung instead;
 - ``stop``: SIGTERM, a grace period, then SIGKILL (``psutil.wait_procs``);
@@ -118,16 +119,34 @@ def wait_until_serving(process, log_path, port=None, name="the task", timeout=90
             return serving(process.pid, port)
         return Path(log_path).exists() and SERVING_LOG_LINE in Path(log_path).read_text(errors="replace")
 
-    deadline = time.monotonic() + timeout
-    while not ready():
+    def ready_or_exited():
+        if ready():
+            return True
         code = process.poll()
         if code is not None:
             raise ServingError(f"{name} exited with code {code} while starting. "
                                f"Last lines of {log_path}:\n{log_tail(log_path)}", code)
+        return False
+
+    wait_until(ready_or_exited, timeout, f"{name} to serve{f' on port {port}' if port else ''}",
+               error=lambda message: ServingError(f"{message}. Last lines of {log_path}:\n{log_tail(log_path)}"))
+
+
+def wait_until(condition, timeout, what, interval=POLL_SECONDS, error=TimeoutError):
+    """Call ``condition()`` every ``interval`` seconds until it returns a true value; return that value.
+
+    If ``timeout`` seconds pass first, raise ``error(message)``, the message naming ``what`` (e.g.
+    "ps:0 to serve") and the timeout: ``error`` is an exception class, or a function that adds
+    what helps (a log's last lines). To stop waiting early (the process died), let ``condition`` raise.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
         if time.monotonic() > deadline:
-            raise ServingError(f"{name} did not serve{f' on port {port}' if port else ''} within {timeout:.0f} s. "
-                               f"Last lines of {log_path}:\n{log_tail(log_path)}")
-        time.sleep(POLL_SECONDS)
+            raise error(f"timed out after {round(timeout, 1):g} s waiting for {what}")
+        time.sleep(interval)
 
 
 def stop(processes, grace_seconds=STOP_GRACE_SECONDS):
@@ -191,5 +210,5 @@ def _stop_everything_left():
     stop([owner for owner in owners if isinstance(owner, Process)])
 
 
-__all__ = ["EXIT_PORT_IN_USE", "Process", "ServingError", "start_command", "wait_until_serving", "serving", "listening",
-           "accepts_connections", "port_is_free", "stop", "log_tail", "stop_at_exit"]
+__all__ = ["EXIT_PORT_IN_USE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
+           "serving", "listening", "accepts_connections", "port_is_free", "stop", "log_tail", "stop_at_exit"]

@@ -27,22 +27,29 @@ DISCONNECT_LOG = STARTUP_LOG.with_name("tensorflow-disconnect.log")
 def import_quietly():
     """Import TensorFlow and list its devices with file descriptor 2 sent to ``STARTUP_LOG``."""
     STARTUP_LOG.parent.mkdir(parents=True, exist_ok=True)
-    sys.stderr.flush()
-    saved_stderr = os.dup(2)
     with open(STARTUP_LOG, "wb") as log:
-        os.dup2(log.fileno(), 2)
         try:
-            import tensorflow as tf
+            with _file_descriptor_2_to(log):
+                import tensorflow as tf
 
-            tf.config.list_physical_devices()
+                tf.config.list_physical_devices()
         except BaseException:
-            os.dup2(saved_stderr, 2)
             print(f"TensorFlow failed to start; its own messages are in {STARTUP_LOG}:\n"
                   f"{STARTUP_LOG.read_text(errors='replace')}", file=sys.stderr)
             raise
-        finally:
-            os.dup2(saved_stderr, 2)
-            os.close(saved_stderr)
+
+
+@contextlib.contextmanager
+def _file_descriptor_2_to(file):
+    """Send file descriptor 2, where TensorFlow's C++ code writes, to the open ``file`` while the block runs."""
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
 
 
 class Messages:
@@ -74,20 +81,16 @@ def messages_to(log_path):
     start = messages.log_path.stat().st_size if messages.log_path.exists() else 0
     logger = logging.getLogger("tensorflow")
     saved_handlers, saved_propagate = logger.handlers[:], logger.propagate
-    sys.stderr.flush()
-    saved_stderr = os.dup(2)
     with open(messages.log_path, "ab") as log, open(log.fileno(), "w", closefd=False) as text:
         handler = logging.StreamHandler(text)
         handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
         logger.handlers, logger.propagate = [handler], False
-        os.dup2(log.fileno(), 2)
         try:
-            with contextlib.redirect_stderr(text):  # Python's own, e.g. "Exception ignored in ... __del__"
+            # TensorFlow's C++ lines, and Python's own (e.g. "Exception ignored in ... __del__")
+            with _file_descriptor_2_to(log), contextlib.redirect_stderr(text):
                 yield messages
         finally:
             text.flush()
-            os.dup2(saved_stderr, 2)
-            os.close(saved_stderr)
             logger.handlers, logger.propagate = saved_handlers, saved_propagate
     with open(messages.log_path, "rb") as log:
         log.seek(start)
@@ -99,7 +102,8 @@ def disconnect(task_addresses):
     make this process a cluster of one. Call it while the tasks still run, before stopping them.
 
     First the garbage collector frees TensorFlow functions in reference cycles (datasets, packed
-    loops), while the tasks that hold them still answer; freed later, they would message dead tasks.
+    loops), while the tasks that hold them still answer; freed later, they would message dead tasks
+    (``free_unreachable_functions_before_reconnecting``).
 
     ``update_server_def`` keeps this process's own gRPC server (TensorFlow can neither stop nor
     rebind it) and closes the contexts on the removed tasks while they still answer.
@@ -119,8 +123,20 @@ def disconnect(task_addresses):
     # Work still in flight for the departing tasks (a coordinator's per-worker resources) can fail
     # as they go; TensorFlow's complaints about it go to DISCONNECT_LOG, not to the notebook.
     with messages_to(DISCONNECT_LOG):
-        gc.collect()
+        free_unreachable_functions_before_reconnecting()
         context.context().update_server_def(alone)
+
+
+def free_unreachable_functions_before_reconnecting():
+    """Run the garbage collector now, right before this process's cluster changes (a new strategy,
+    a disconnect, a job rebuilt after a failure).
+
+    TensorFlow functions caught in reference cycles (datasets, packed loops of an earlier strategy
+    or job) are freed only when the collector runs, and each then messages the tasks it ran on.
+    Freed while ``update_server_def`` rebuilds the connection, they crashed the process (a
+    segfault a stress run found after worker restarts); freed now, the tasks still answer.
+    """
+    gc.collect()
 
 
 def _addresses(server_def):

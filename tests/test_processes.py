@@ -57,11 +57,26 @@ def test_a_process_that_exits_while_starting_raises_with_its_code_and_log(tmp_pa
 def test_a_process_that_never_serves_raises_after_the_timeout(tmp_path):
     hanging = start("import time; print('still importing', flush=True); time.sleep(60)", tmp_path / "t.log")
     try:
-        with pytest.raises(processes.ServingError, match="did not serve within 1 s(.|\n)*still importing") as caught:
+        with pytest.raises(processes.ServingError, match="timed out after 1 s waiting for ps:0 to serve. Last lines(.|\n)*still importing") as caught:
             processes.wait_until_serving(hanging, tmp_path / "t.log", name="ps:0", timeout=1.0)
         assert caught.value.returncode is None and hanging.poll() is None
     finally:
         hanging.stop()
+
+
+def test_wait_until_returns_the_value_of_a_condition_that_becomes_true():
+    answers = iter([None, 0, "", "ready"])
+    assert processes.wait_until(lambda: next(answers), timeout=30, what="the answer", interval=0.01) == "ready"
+
+
+def test_wait_until_names_what_it_awaited_and_for_how_long_when_it_never_comes():
+    calls = []
+    with pytest.raises(TimeoutError, match=r"^timed out after 0.2 s waiting for ps:0 to serve$"):
+        processes.wait_until(lambda: calls.append(1), timeout=0.2, what="ps:0 to serve", interval=0.01)
+    assert len(calls) > 2, "the condition is polled until the deadline"
+    with pytest.raises(processes.ServingError, match=r"^timed out after 0.1 s waiting for ps:0 to serve; its log: x$"):
+        processes.wait_until(lambda: False, timeout=0.1, what="ps:0 to serve",
+                             error=lambda message: processes.ServingError(f"{message}; its log: x"))
 
 
 def test_stop_kills_a_process_that_ignores_sigterm_after_the_grace_period(tmp_path):
