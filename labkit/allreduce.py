@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
@@ -158,9 +158,9 @@ def measure(run_interval, plan, intervals, batches_counted, pids, evaluate=None,
 
 def evaluation(plan, model, data):
     """A test-accuracy function for the MLP (None for the embedding, which has no test set)."""
-    from labkit import fit
+    from labkit import models
 
-    return (lambda: fit.accuracy(model, data.x_test, data.y_test)) if plan.model == "mlp" else None
+    return (lambda: models.accuracy(model, data.x_test, data.y_test)) if plan.model == "mlp" else None
 
 
 # ----- asynchronous: parameter servers, driven from this process ------------------------

@@ -14,7 +14,7 @@ from matplotlib.container import ErrorbarContainer
 import psutil
 import tensorflow as tf
 
-from labkit import compression, fit, tfconfig
+from labkit import compression, models, tfconfig
 from labkit.processes import serving, wait_until
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
@@ -40,7 +40,7 @@ class Checklist:
 
 def learned(model, data, target_accuracy):
     """The model's test accuracy (returned) is at least ``target_accuracy``."""
-    return accuracy_reached(fit.accuracy(model, data.x_test, data.y_test), target_accuracy)
+    return accuracy_reached(models.accuracy(model, data.x_test, data.y_test), target_accuracy)
 
 
 def accuracy_reached(accuracy, target_accuracy):

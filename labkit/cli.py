@@ -84,7 +84,7 @@ def cmd_demo(args):
             model = models.mnist_mlp()
         fit.fit(model, data.x_train, data.y_train, epochs=args.epochs,
                 steps_per_epoch=args.steps_per_epoch, batch_size=args.batch_size)
-        test_accuracy = fit.accuracy(model, data.x_test, data.y_test)
+        test_accuracy = models.accuracy(model, data.x_test, data.y_test)
     print(f"test accuracy: {test_accuracy:.4f} ({len(data.x_test)} test images, "
           f"{time.monotonic() - began:.0f} s in all)")
     if test_accuracy < args.target:

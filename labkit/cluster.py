@@ -261,7 +261,7 @@ class LocalCluster:
         """One dict per task: name, address, pid, alive, uptime (s), restarts, last log line."""
         now = time.monotonic()
         return [{"task": t.name, "address": t.address, "pid": t.pid, "alive": t.alive(),
-                 "uptime_s": round(now - t.started_at, 1) if t.alive() else 0.0,
+                 "uptime_seconds": round(now - t.started_at, 1) if t.alive() else 0.0,
                  "restarts": t.restarts, "last_log_line": t.log_tail(1)} for t in self.tasks]
 
     def logs(self, task, lines=20):
@@ -272,7 +272,7 @@ class LocalCluster:
         rows = [f"LocalCluster {self.name!r}: {self.num_workers} worker(s), {self.num_ps} ps, "
                 f"logs in {self.log_dir}"]
         for row in self.status():
-            state = f"alive {row['uptime_s']:.0f}s" if row["alive"] else "dead"
+            state = f"alive {row['uptime_seconds']:.0f}s" if row["alive"] else "dead"
             rows.append(f"  {row['task']:<9} {row['address']:<16} pid {row['pid']!s:<7} {state}")
         return "\n".join(rows)
 
@@ -280,7 +280,7 @@ class LocalCluster:
         head = "".join(f"<th>{h}</th>" for h in ("task", "address", "pid", "alive", "uptime", "last log line"))
         body = "".join(
             f"<tr><td>{r['task']}</td><td>{r['address']}</td><td>{r['pid']}</td>"
-            f"<td>{'&#9989; alive' if r['alive'] else '&#10060; dead'}</td><td>{r['uptime_s']:.0f} s</td>"
+            f"<td>{'&#9989; alive' if r['alive'] else '&#10060; dead'}</td><td>{r['uptime_seconds']:.0f} s</td>"
             f"<td><code>{html.escape(r['last_log_line'][-100:])}</code></td></tr>" for r in self.status())
         return (f"<b>LocalCluster {html.escape(self.name)}</b> &mdash; logs in "
                 f"<code>{html.escape(str(self.log_dir))}</code>"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from labkit import fit, models, traffic, train
+from labkit import models, traffic, train
 from labkit.data import mnist_dataset_fn
 
 
@@ -482,7 +482,7 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
                     pull_payload=(pulled_after - pulled) / timed_steps if pulls else model_bytes, model_bytes=model_bytes,
                     measured=(sockets_after - sockets) / timed_steps if sockets else None)
     result.record(num_steps, seconds, steps_per_second=timed_steps / seconds,
-                  evaluation={"accuracy": fit.accuracy(model, data.x_test, data.y_test)})
+                  evaluation={"accuracy": models.accuracy(model, data.x_test, data.y_test)})
     return result
 
 

@@ -13,7 +13,7 @@ import argparse
 import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
 import tensorflow as tf
 
-from labkit import faults, fit, models
+from labkit import faults, models
 from labkit.children import exit_with_parent_if_started_by_one
 from labkit.data import load_mnist, mnist_dataset_fn
 
@@ -48,7 +48,7 @@ def main(argv=None):
         report = faults.train_with_recovery(
             lambda: faults.mnist_job(resolver, data, ship_arrays=args.ship_arrays), args.num_steps, args.checkpoint_dir,
             args.checkpoint_every, echo=True,
-            evaluate=lambda model: {"accuracy": fit.accuracy(model, data.x_test, data.y_test)})
+            evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})
         accuracy = report.final_accuracy if report.accuracy else float("nan")
         print(f"finished at step {report.final_step} with test accuracy {accuracy:.4f}", flush=True)
     else:
@@ -58,7 +58,7 @@ def main(argv=None):
         fit_callbacks = [tf.keras.callbacks.BackupAndRestore(args.checkpoint_dir), EpochLog()]
         creator = tf.keras.utils.experimental.DatasetCreator(mnist_dataset_fn(data, batch_size=64, ship_arrays=args.ship_arrays))
         model.fit(creator, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch, callbacks=fit_callbacks, verbose=0)
-        print(f"finished with test accuracy {fit.accuracy(model, data.x_test, data.y_test):.4f}", flush=True)
+        print(f"finished with test accuracy {models.accuracy(model, data.x_test, data.y_test):.4f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ builds its own pipeline and can fold its index into the shuffle seed. Batch-leve
 callbacks are not supported, so progress is reported once per epoch.
 """
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
-import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
@@ -44,8 +43,3 @@ def fit(model, x, y, epochs, steps_per_epoch, batch_size=64, seed=0):
     return model.fit(creator, epochs=epochs, steps_per_epoch=steps_per_epoch,
                      callbacks=[EpochProgress(epochs)], verbose=0)
 
-
-def accuracy(model, x, y):
-    """Fraction of ``x`` classified as ``y``, computed on this process with the PS's current variables."""
-    predictions = np.argmax(model(x).numpy(), axis=1)
-    return float(np.mean(predictions == y))

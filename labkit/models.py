@@ -82,6 +82,12 @@ def mean_cross_entropy(labels, logits):
     return tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True))
 
 
+def accuracy(model, x, y):
+    """Fraction of ``x`` classified as ``y``, computed on this process with the PS's current variables."""
+    predictions = np.argmax(model(x).numpy(), axis=1)
+    return float(np.mean(predictions == y))
+
+
 def perplexity(model, ids, sequence_length, max_windows=512):
     """exp(mean next-token cross-entropy) over up to ``max_windows`` windows of ``ids``.
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from labkit import fit, models, train
+from labkit import models, train
 from labkit.data import current_worker_index, mnist_dataset_fn
 
 
@@ -310,7 +310,7 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
     batches = train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, straggler, straggler_ms))
 
     def evaluate():
-        return {"updates": int(optimizer.version.numpy()), "accuracy": fit.accuracy(model, data.x_test, data.y_test)}
+        return {"updates": int(optimizer.version.numpy()), "accuracy": models.accuracy(model, data.x_test, data.y_test)}
 
     run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed)
     train.run(coordinator, make_train_steps(strategy, model, optimizer, steps_per_closure), batches,

@@ -58,7 +58,7 @@ class ClusterDashboard:
                 cells["state"].value = ALIVE if row["alive"] else DEAD
                 cells["cpu"].value = f"{usage[0]:.0f} %" if usage else "&ndash;"
                 cells["memory"].value = f"{usage[1]:.0f} MB" if usage else "&ndash;"
-                cells["uptime"].value = f"{row['uptime_s']:.0f} s" if row["alive"] else "&ndash;"
+                cells["uptime"].value = f"{row['uptime_seconds']:.0f} s" if row["alive"] else "&ndash;"
                 line = html.escape(row["last_log_line"][-200:])
                 cells["log"].value = f'<code title="{line}" style="white-space:nowrap">{line}</code>'
 

@@ -4,7 +4,7 @@ import re
 import pytest
 
 import labkit
-from labkit import checks, faults, fit
+from labkit import checks, faults, models
 from labkit.data import load_mnist
 
 tf = pytest.importorskip("tensorflow")
@@ -26,7 +26,7 @@ def run(cluster, data, tmp_path, faults_to_inject, num_steps=600):
     return faults.train_with_recovery(
         lambda: faults.mnist_job(cluster.resolver(), data), num_steps, tmp_path / "checkpoints",
         checkpoint_every=100, faults=faults_to_inject, cluster=cluster,
-        evaluate=lambda model: {"accuracy": fit.accuracy(model, data.x_test, data.y_test)})
+        evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})
 
 
 def test_training_survives_a_worker_kill_and_uses_the_restarted_worker(cluster, data, tmp_path):

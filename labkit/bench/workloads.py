@@ -34,7 +34,7 @@ def workload(name, data, batch_size, steps_per_closure, seed=0):
     """Build model ``name`` (call it under ``strategy.scope()`` for a cluster) and its data."""
     import tensorflow as tf
 
-    from labkit import fit, models
+    from labkit import models
     from labkit.data import mnist_dataset_fn, next_token_windows
 
     tf.keras.utils.set_random_seed(seed)
@@ -42,7 +42,7 @@ def workload(name, data, batch_size, steps_per_closure, seed=0):
         mnist = data.mnist
         model = models.mnist_mlp(hidden_units=128 if name == "mlp" else 1024, steps_per_execution=steps_per_closure)
         return Workload(model, mnist_dataset_fn(mnist, batch_size, seed),
-                        lambda: fit.accuracy(model, mnist.x_test, mnist.y_test),
+                        lambda: models.accuracy(model, mnist.x_test, mnist.y_test),
                         [tf.keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
     corpus, sequence_length = data.corpus, LM_SEQUENCE_LENGTH
     model = models.mini_transformer_lm(len(corpus.vocabulary), sequence_length)
