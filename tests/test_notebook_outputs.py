@@ -106,7 +106,7 @@ def test_every_notebook_takes_a_results_dir_and_says_what_it_records():
 
 
 def test_every_notebook_says_how_long_it_runs_and_how_much_memory_it_needs():
-    run_time = re.compile(r"^\*Runs in (under|about) [0-9½]+ minutes? with its defaults on a 2-core machine.*; "
+    run_time = re.compile(r"^\*Runs in (under|about) [0-9.½]+ minutes? with its defaults on a 2-core machine.*; "
                           r"[0-9.]+ GB of memory at its peak", re.M)
     silent = [path.name for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
               if not run_time.search(nbformat.read(path, as_version=4).cells[0].source)]
