@@ -195,12 +195,10 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 job.coordinator.join()
                 step = int(job.optimizer.iterations.numpy())
                 manager.save(checkpoint_number=step)
-                report.record(step, time.monotonic() - report.timeline.started,
-                              evaluation=evaluate(job.model) if evaluate else {})
+                _record(report, step, job.model, evaluate)
                 report.timeline.add(step, "checkpoint saved")
             if report.final_step != step:  # resumed from a checkpoint at or past num_steps
-                report.record(step, time.monotonic() - report.timeline.started,
-                              evaluation=evaluate(job.model) if evaluate else {})
+                _record(report, step, job.model, evaluate)
             report.timeline.add(step, "training finished")
             for task, (pid, cpu_then, _) in report.restarted_cpu.items():
                 report.restarted_cpu[task] = (pid, cpu_then, cpu_seconds(pid))
@@ -218,6 +216,11 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             for dead in [row["task"] for row in cluster.status() if not row["alive"]]:
                 cluster.restart(dead)
                 report.timeline.add(failed_at_step, f"restarted {dead}")
+
+
+def _record(report, step, model, evaluate):
+    """A row of ``report`` at ``step``: wall seconds since the start and ``evaluate(model)``, if given."""
+    report.record(step, time.monotonic() - report.timeline.started, evaluation=evaluate(model) if evaluate else {})
 
 
 def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
