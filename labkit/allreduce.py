@@ -26,11 +26,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
 import psutil
+import tensorflow as tf
 from tqdm.auto import tqdm
 
-from labkit import children, processes, traffic, train
+from labkit import children, models, processes, sharding, traffic, train
 from labkit.cluster import HOST, pick_port
+from labkit.data import current_worker_index, load_mnist, mnist_dataset_fn, power_law_ids
+from labkit.staleness import slowed
 
 MODELS = ("mlp", "embedding")
 PROGRESS_LINE = "samples done:"
@@ -84,10 +88,6 @@ class Plan:
         The embedding trains with Adagrad: its sparse update touches only the rows of the batch
         (legacy Adam would decay every row's moments at every step).
         """
-        import tensorflow as tf
-
-        from labkit import models
-
         if self.model == "mlp":
             return models.mnist_mlp(), tf.keras.optimizers.legacy.Adam(1e-3)
         return (models.item_embedding_classifier(self.rows, self.dim, self.ids_per_example),
@@ -95,9 +95,6 @@ class Plan:
 
     def dataset_fn(self, data=None, slow_worker=None):
         """A ``dataset_fn`` for either strategy: each worker its own stream; ``slow_worker`` paused per batch."""
-        from labkit.data import current_worker_index, mnist_dataset_fn, power_law_ids
-        from labkit.staleness import slowed
-
         mnist_batches = mnist_dataset_fn(data, self.batch_size, self.seed) if self.model == "mlp" else None
 
         def dataset_fn(input_context=None):
@@ -158,8 +155,6 @@ def measure(run_interval, plan, intervals, batches_counted, pids, evaluate=None,
 
 def evaluation(plan, model, data):
     """A test-accuracy function for the MLP (None for the embedding, which has no test set)."""
-    from labkit import models
-
     return (lambda: models.accuracy(model, data.x_test, data.y_test)) if plan.model == "mlp" else None
 
 
@@ -173,7 +168,7 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
     strategy = coordinator.strategy
     with strategy.scope():
         model, optimizer = plan.build()
-    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_closure)
+    steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
     closures = plan.batches_per_interval // plan.steps_per_closure
     phases = {}
     with tqdm(total=_total_samples(plan), desc="parameter servers", unit="sample") as bar:
@@ -280,20 +275,12 @@ def _combine(reports):
     return combined
 
 
-def _loss(labels, logits):
-    from labkit.models import mean_cross_entropy
-
-    return mean_cross_entropy(labels, logits)
-
-
 def _total_samples(plan):
     return sum(intervals for _, intervals, _ in plan.phases) * plan.batches_per_interval * plan.batch_size
 
 
 def _held_bytes(model, optimizer):
     """Bytes of the model's and optimizer's variables held by each task, e.g. {"ps:0": ..., "ps:1": ...}."""
-    from labkit import sharding
-
     return sharding.bytes_per_task(model.variables + optimizer.variables())
 
 
@@ -305,10 +292,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     children.exit_with_parent_if_started_by_one()
     plans = [Plan(**json.loads(plan)) for plan in args.plan]
-
-    import tensorflow as tf  # after labkit (imported above): Keras 2, GRPC_FAIL_FAST
-
-    from labkit.data import load_mnist
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first of all TensorFlow work
     worker = tf.distribute.cluster_resolver.TFConfigClusterResolver().task_id
@@ -328,7 +311,7 @@ def _train_synchronously(strategy, plan, data, worker, progress):
     """One plan on this MWMS worker: {"phases": {name: Phase as a dict}, "held_bytes", "rss_bytes"}."""
     with strategy.scope():
         model, optimizer = plan.build()
-    steps = train.make_train_steps(strategy, model, optimizer, _loss, plan.steps_per_closure)
+    steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
     calls = plan.batches_per_interval // (plan.steps_per_closure * plan.num_workers)
     report = {"phases": {}}
     for name, intervals, slow_worker in plan.phases:
