@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -214,11 +213,10 @@ def run_all_reduce(*plans, timeout=600.0, log_dir=None):
     workers = []
     try:
         for index in range(len(cluster["worker"])):
-            env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CONFIG=json.dumps(tf_config(cluster, index)))
-            with open(log_dir / f"worker-{index}.log", "wb") as log:
-                workers.append(children.start("labkit.allreduce", *plan_arguments,
-                                              "--out", str(log_dir / f"worker-{index}.json"), env=env,
-                                              stdout=log, stderr=subprocess.STDOUT))
+            workers.append(children.start_program("labkit.allreduce", *plan_arguments,
+                                                  "--out", str(log_dir / f"worker-{index}.json"),
+                                                  tf_config=tf_config(cluster, index),
+                                                  log_path=log_dir / f"worker-{index}.log"))
         _wait(workers, log_dir, sum(_total_samples(plan) for plan in plans), timeout)
     finally:
         processes.stop(workers)

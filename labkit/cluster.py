@@ -295,10 +295,8 @@ class LocalCluster:
                       for kind, index in roles]
 
     def _launch(self, task):
-        env = dict(os.environ, TF_CONFIG=json.dumps(self.tf_config(task.name)),
-                   PYTHONUNBUFFERED="1")
-        with open(task.log_path, "ab") as log:
-            task.process = children.start("labkit.server", env=env, stdout=log)
+        task.process = children.start_program("labkit.server", tf_config=self.tf_config(task.name),
+                                              log_path=task.log_path)
         task.started_at = time.monotonic()
 
     def _wait_until_serving(self, tasks):

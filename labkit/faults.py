@@ -14,9 +14,7 @@ What happens when a task dies:
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
 import contextlib
-import json
 import math
-import os
 import random
 import threading
 import time
@@ -307,9 +305,8 @@ def start_coordinator(cluster, *arguments):
     """
     if not cluster.chief:
         raise ValueError("the cluster has no chief address: create it with LocalCluster(..., chief=True)")
-    env = dict(os.environ, TF_CONFIG=json.dumps(cluster.tf_config("chief:0")), PYTHONUNBUFFERED="1")
-    with open(cluster.log_dir / "chief-0.log", "ab") as log:
-        return children.start("labkit.coordinator", *arguments, env=env, stderr=log)
+    return children.start_program("labkit.coordinator", *arguments, tf_config=cluster.tf_config("chief:0"),
+                                  log_path=cluster.log_dir / "chief-0.log", read_stdout=True)
 
 
 def read_until(process, text):
