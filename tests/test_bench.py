@@ -117,7 +117,7 @@ def tiny_sweep(tmp_path_factory):
     return out, done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     out, printed = tiny_sweep
     with open(out / "results.csv") as file:
@@ -138,7 +138,7 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     assert "single-process" in printed and "saved" in printed
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep):
     out, _ = tiny_sweep
     document = json.loads((out / "results.json").read_text())
@@ -155,7 +155,7 @@ def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep)
             assert 0.8 < row["measured_push_bytes_per_step"] / row["parameter_bytes"] < 1.5
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_plots_a_png(tiny_sweep):
     out, _ = tiny_sweep
     png = (out / "sweep.png").read_bytes()

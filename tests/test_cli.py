@@ -39,7 +39,7 @@ def test_doctor_reports_keras_2_and_the_security_fact():
     assert "all network interfaces" in done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_up_serves_until_ctrl_c_and_status_sees_it():
     up = subprocess.Popen([*LABKIT, "up", "--workers", "1"], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True, preexec_fn=default_ctrl_c)
@@ -64,7 +64,7 @@ def test_up_serves_until_ctrl_c_and_status_sees_it():
     assert wait_until_gone(pids) == []
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_demo_trains_mnist_to_90_percent():
     done = labkit("demo", "--target", "0.90", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -9,7 +9,7 @@ import pytest
 from labkit import doctor, traffic
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_the_workshop_preflight_passes_here_and_leaves_nothing_running(tmp_path):
     before = {child.pid for child in psutil.Process().children(recursive=True)}
     # Its own cluster registry: clusters of other jobs on this machine are not "left running" by this run.

@@ -42,7 +42,7 @@ def test_every_parameter_passed_in_exists(path):
         assert f"{parameter} =" in declared, f"{path.name} has no parameter {parameter!r}"
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 @pytest.mark.parametrize("name, parameters", SWEEP_RUNS, ids=[f"{n}-{p}" for n, p in SWEEP_RUNS])
 def test_notebook_runs_with_sweep_parameters(name, parameters, tmp_path):
     output = tmp_path / name

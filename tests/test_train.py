@@ -7,7 +7,7 @@ from labkit import checks, models, sharding, train
 from labkit.data import load_mnist
 
 tf = pytest.importorskip("tensorflow")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
