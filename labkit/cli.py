@@ -99,7 +99,7 @@ def cmd_export(args):
                          "(--chief HOST:PORT --ps HOST:PORT --worker HOST:PORT ...), exactly one of the two.")
     cluster = export.load_cluster(args.cluster) if args.cluster else \
         export.cluster_from_flags(args.chief, args.ps, args.worker)
-    if args.k8s:
+    if args.k8s or args.tfjob:
         return cmd_export_k8s(args, cluster)
     plan = export.export(cluster, args.out, args.chief_command)
     print(export.format_plan(plan))
@@ -108,12 +108,26 @@ def cmd_export(args):
 
 
 def cmd_export_k8s(args, cluster):
-    """The same cluster as Kubernetes manifests: a Pod and headless Service per task, the chief as a Job."""
+    """The same cluster as Kubernetes manifests: a Pod and headless Service per task and the chief as
+    a Job (--k8s), or one TFJob for the Kubeflow Training Operator (--tfjob)."""
+    if args.k8s and args.tfjob:
+        raise ValueError("give --k8s (plain manifests) or --tfjob (a TFJob for the Training Operator), not both.")
+    if args.evaluator and not args.tfjob:
+        raise ValueError("--evaluator adds a replica to a TFJob: use it with --tfjob.")
     custom = args.chief_command != export.DEFAULT_CHIEF_COMMAND
     chief_command = args.chief_command if custom else kubernetes.DEFAULT_CHIEF_COMMAND
-    objects = kubernetes.manifests(cluster, args.image, args.name, chief_command)
+    if args.tfjob:
+        objects = kubernetes.tfjob_manifests(cluster, args.image, args.name, chief_command, args.evaluator)
+    else:
+        objects = kubernetes.manifests(cluster, args.image, args.name, chief_command)
     path = kubernetes.write(objects, args.out, args.name)
     print(f"Wrote {len(objects)} Kubernetes objects to {path}; start them with: kubectl apply -f {path}")
+    if args.tfjob:
+        tfjob = next(item for item in objects if item["kind"] == "TFJob")
+        print(f"Then: kubectl get tfjob {args.name} -w (its state); kubectl delete -f {path} (everything). "
+              "It needs the Kubeflow Training Operator in the cluster, which sets every TF_CONFIG; "
+              f"in the namespace default their cluster is\n  "
+              f"{json.dumps(kubernetes.operator_tf_config(tfjob, 'chief', 0)['cluster'])}")
     for task, config in kubernetes.tf_configs(objects).items():
         print(f"  {task:<9} TF_CONFIG cluster {json.dumps(config['cluster'])}")
 
@@ -195,9 +209,13 @@ def main(argv=None):
                                help="a new or empty directory to write (default: %(default)s)")
     export_parser.add_argument("--k8s", action="store_true",
                                help="write Kubernetes manifests (kubernetes.yaml) instead of per-host files")
-    export_parser.add_argument("--image", help="--k8s: the container image with labkit (see the Dockerfile)")
+    export_parser.add_argument("--tfjob", action="store_true",
+                               help="write a Kubeflow TFJob (tfjob.yaml) for the Training Operator instead")
+    export_parser.add_argument("--evaluator", action="store_true",
+                               help="--tfjob: add an Evaluator replica that evaluates every checkpoint")
+    export_parser.add_argument("--image", help="--k8s, --tfjob: the container image with labkit (see the Dockerfile)")
     export_parser.add_argument("--name", default=kubernetes.DEFAULT_NAME,
-                               help="--k8s: prefix of every object and DNS name (default: %(default)s)")
+                               help="--k8s, --tfjob: prefix of every object and DNS name (default: %(default)s)")
     export_parser.set_defaults(run=cmd_export)
     sweep_parser = commands.add_parser("sweep", help=cmd_sweep.__doc__, description=cmd_sweep.__doc__,
                                        epilog="e.g. labkit sweep notebooks/03_custom_training_loop.ipynb "

@@ -23,6 +23,7 @@ only a path crosses the network. That needs a disk every task can read: always t
 """
 import hashlib
 import os
+import shutil
 import urllib.request
 import weakref
 from dataclasses import dataclass
@@ -371,6 +372,28 @@ def write_shards(arrays, directory, num_shards):
                     "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(label)])),
                 })).SerializeToString())
     return paths
+
+
+def shared_shards(arrays, directory, num_shards):
+    """``write_shards`` once into shared storage; return the shard paths, written now or found there.
+
+    They go to a subdirectory of ``directory`` named by the arrays' content and ``num_shards``,
+    written under a temporary name and renamed when complete: a program started again on the
+    same volume (a restarted chief) finds every shard or none, and writes them only once.
+    """
+    features, labels = (np.ascontiguousarray(array) for array in arrays)
+    digest = hashlib.blake2b(features.data, digest_size=12)
+    digest.update(labels.data)
+    target = Path(directory) / f"{digest.hexdigest()}-{num_shards}-shards"
+    if not target.exists():
+        partial = target.with_name(f".{target.name}.{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)  # left by an earlier run that died while writing
+        write_shards((features, labels), partial, num_shards)
+        try:
+            partial.rename(target)
+        except OSError:  # another process completed the same shards first
+            shutil.rmtree(partial, ignore_errors=True)
+    return sorted(str(path) for path in target.glob("shard-*.tfrecord"))
 
 
 def files_dataset_fn(paths, num_workers, batch_size, feature_shape=(784,), seed=0, shuffle_buffer=10_000):

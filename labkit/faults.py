@@ -110,11 +110,11 @@ class TrainingJob:
     num_workers: int
 
 
-def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3, ship_arrays=False):
+def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3, dataset_fn=None):
     """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes.
 
-    ``ship_arrays``: send the training arrays inside the traced dataset function instead of
-    having each worker read them from files (``labkit.data.mnist_dataset_fn``).
+    ``dataset_fn``: where the workers' batches come from; by default
+    ``labkit.data.mnist_dataset_fn(data, batch_size)`` (each worker reads the arrays from files).
     """
     strategy = tf.distribute.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
@@ -124,7 +124,7 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
 
     return TrainingJob(strategy, coordinator, model, optimizer,
                        train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
-                       train.per_worker_iterator(coordinator, train.mnist_dataset_fn(data, batch_size, ship_arrays=ship_arrays)),
+                       train.per_worker_iterator(coordinator, dataset_fn or train.mnist_dataset_fn(data, batch_size)),
                        steps_per_closure,
                        resolver.cluster_spec().num_tasks("worker"))
 
