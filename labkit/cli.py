@@ -57,7 +57,7 @@ def cmd_doctor(args):
     if args.workshop:
         from labkit import doctor
 
-        sys.exit(0 if doctor.workshop() else 1)
+        sys.exit(0 if doctor.workshop(doctor.workshop_checks(args.notebooks or doctor.THREE_HOUR_PLAN)) else 1)
 
     print(f"interpreter {sys.executable}")
     print(f"cores       {os.cpu_count()}   memory {psutil.virtual_memory().total / 2**30:.1f} GiB")
@@ -149,9 +149,47 @@ def cmd_exercises(args):
     exercises.run(args)
 
 
+def cmd_data(args):
+    """Cache full MNIST for the labs: download it, or check (and install) a copy of mnist.npz."""
+    from labkit import data
+
+    if args.action == "download":
+        if data.KERAS_CACHE.exists() and not args.again:
+            try:
+                data.verify_mnist(data.KERAS_CACHE)
+                print(f"full MNIST is already cached and intact: {data.KERAS_CACHE}")
+                return
+            except ValueError as error:
+                print(f"{error} Downloading it again.")
+        try:
+            data.download_mnist()
+        except OSError as error:
+            sys.exit(f"labkit data download: could not download full MNIST ({error}). Without internet, copy "
+                     f"mnist.npz from another machine (e.g. a USB stick) and run `labkit data verify FILE --install`; "
+                     "the labs also run on the offline subset that ships with the kit.")
+        return
+    data.verify_mnist(args.file)
+    print(f"{args.file}: SHA-256 {data.MNIST_SHA256} (full MNIST, as Keras checks it)")
+    if args.install:
+        print(f"copied to {data.install_mnist_file(args.file)}: the labs use full MNIST from now on")
+
+
+def add_data_command(commands):
+    data_parser = commands.add_parser("data", help=cmd_data.__doc__, description=cmd_data.__doc__,
+                                      epilog="e.g. labkit data download; labkit data verify /media/stick/mnist.npz --install")
+    actions = data_parser.add_subparsers(dest="action", required=True, metavar="download | verify")
+    download = actions.add_parser("download", help="fetch mnist.npz (11 MB) into Keras's cache, checking its SHA-256")
+    download.add_argument("--again", action="store_true", help="download even if the cache holds an intact copy")
+    verify = actions.add_parser("verify", help="check that FILE is Keras's mnist.npz (SHA-256)")
+    verify.add_argument("file", metavar="FILE")
+    verify.add_argument("--install", action="store_true", help="then copy it into Keras's cache (~/.keras/datasets)")
+    data_parser.set_defaults(run=cmd_data)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.")
     commands = parser.add_subparsers(dest="command", required=True)
+    add_data_command(commands)
 
     up = commands.add_parser("up", help=cmd_up.__doc__)
     status = commands.add_parser("status", help=cmd_status.__doc__)
@@ -178,6 +216,9 @@ def main(argv=None):
     doctor.add_argument("--workshop", action="store_true",
                         help="the pre-flight for a workshop: one PASS/WARN/FAIL line per item, then a real "
                              "1-worker/1-ps cluster trains a few steps (about a minute)")
+    doctor.add_argument("--notebooks", nargs="+", metavar="NN", default=None,
+                        help="--workshop: the notebooks of the day, e.g. 00 01 02 03 ex1; free memory must cover "
+                             "the largest measured peak among them (default: the guide's 3-hour plan)")
     doctor.set_defaults(run=cmd_doctor)
     demo.set_defaults(run=cmd_demo)
     export_parser = commands.add_parser("export", help=cmd_export.__doc__, description=cmd_export.__doc__,
