@@ -4,11 +4,15 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+TEST_STAMP := $(VENV)/.test-installed-stamp
 KERNEL := pslab
+# The learner's copies of notebooks/ and exercises/ (git ignores it; see labkit/workfolder.py).
+WORK   := work
+WHEELHOUSE := wheelhouse
 
 .DEFAULT_GOAL := help
-.PHONY: help lab test test-defaults install kernel exercises doctor bench bench-report bench-startup \
-	measurements docs site check-platforms test-offline-install clean-runs
+.PHONY: help lab lab-small test test-fast test-defaults install install-test kernel exercises doctor bench \
+	bench-report bench-startup measurements docs site check-platforms test-offline-install learner-bundle clean-runs
 
 help: ## list the targets, one line each
 	@echo "PS Lab: make lab to start, make test to check everything. Targets:"
@@ -17,14 +21,22 @@ help: ## list the targets, one line each
 install: $(STAMP) ## create .venv with the pinned stack and register the "PS Lab" kernel (once)
 
 # With a wheelhouse (`make wheelhouse`), install from it alone: no network needed.
-PIP_SOURCE = $(if $(wildcard wheelhouse/*.whl),--no-index --find-links wheelhouse)
+PIP_SOURCE = $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE))
 
-# Re-install whenever the pinned dependencies change.
+# Re-install whenever the pinned dependencies change. A learner's install is the kit alone;
+# `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(PIP_SOURCE) -e .
 	$(MAKE) kernel
 	touch $(STAMP)
+
+install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test" extra)
+
+# The wheelhouse holds the learner's wheels: the test tools may still come from the index.
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE)) -e '.[test]'
+	touch $(TEST_STAMP)
 
 kernel: ## (re)register the "PS Lab" Jupyter kernel with the kit's environment variables
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) \
@@ -33,18 +45,26 @@ kernel: ## (re)register the "PS Lab" Jupyter kernel with the kit's environment v
 
 # Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels.
 # Jupyter refuses to run as root (containers, CI machines) unless told it may.
+# The first run copies notebooks/ and exercises/ into $(WORK)/; later runs copy only missing files.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: install ## install if needed, then open JupyterLab on notebooks/ at http://127.0.0.1:8888
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+lab: install ## install if needed, copy the notebooks into work/ (once) and open JupyterLab there
+	$(PY) -m labkit.workfolder $(WORK)
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=$(WORK) --LabApp.default_url=/lab/tree/notebooks
 
-# One process: see docs/contributing.md, "Test tiers", for why not pytest-xdist.
-test: install ## install if needed, then run every test (unit, CLI, notebooks, browser)
-	$(PY) -m pytest
+# The kernels inherit the variable from JupyterLab.
+lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
+	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-test-defaults: install ## run every notebook with its learner defaults, as a learner runs it
+test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
+	$(PY) -m pytest -n 2 --dist loadfile
+
+test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
+	$(PY) -m pytest -m unit -n 2
+
+test-defaults: install-test ## run every notebook with its learner defaults, as a learner runs it
 	$(PY) -m pytest notebooks
 
-exercises: install ## regenerate exercises/ from solutions/ (after editing a solution)
+exercises: install ## regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise)
 	$(PY) -m labkit.exercises
 
 doctor: install ## the workshop pre-flight: labkit doctor --workshop
@@ -74,10 +94,13 @@ check-platforms: ## ask the registry whether the pinned stack installs on every 
 # Every wheel `make install` needs, for this machine's platform and Python: copy the folder
 # (or the whole kit with it) to laptops without network, then `make lab` installs from it.
 wheelhouse: pyproject.toml ## download every wheel the kit installs, for offline laptops
-	$(PYTHON) scripts/wheelhouse.py wheelhouse
+	$(PYTHON) scripts/wheelhouse.py $(WHEELHOUSE)
 
 test-offline-install: wheelhouse ## install from the wheelhouse alone into a fresh venv, and check it
-	$(PYTHON) scripts/wheelhouse.py --check wheelhouse
+	$(PYTHON) scripts/wheelhouse.py --check $(WHEELHOUSE)
+
+learner-bundle: ## the kit for learners: every tracked file except solutions/, with wheelhouse/ if built
+	$(PYTHON) scripts/learner_bundle.py --wheelhouse $(WHEELHOUSE) dist/pslab-learner.tar.gz
 
 clean-runs: ## delete runs/ (executed notebooks, benchmarks, screenshots)
 	rm -rf runs

@@ -43,7 +43,7 @@ def cmd_doctor(args):
     if args.workshop:
         from labkit import doctor
 
-        sys.exit(0 if doctor.workshop() else 1)
+        sys.exit(0 if doctor.workshop(doctor.workshop_checks(args.notebooks or doctor.THREE_HOUR_PLAN)) else 1)
 
     print(f"interpreter {sys.executable}")
     print(f"cores       {os.cpu_count()}   memory {psutil.virtual_memory().total / 2**30:.1f} GiB")
@@ -60,6 +60,9 @@ def add_doctor(commands):
     doctor.add_argument("--workshop", action="store_true",
                         help="the pre-flight for a workshop: one PASS/WARN/FAIL line per item, then a real "
                              "1-worker/1-ps cluster trains a few steps; exits non-zero if an item FAILED")
+    doctor.add_argument("--notebooks", nargs="+", metavar="NN",
+                        help="--workshop: the notebooks of the day, e.g. 00 01 02 03 ex1; free memory must cover "
+                             "the largest measured peak among them (default: the guide's 3-hour plan)")
 
 
 # ----- demo -------------------------------------------------------------------
@@ -383,9 +386,46 @@ def add_export(commands):
                                help="--k8s, --tfjob: prefix of every object and DNS name (default: %(default)s)")
 
 
+# ----- data -------------------------------------------------------------------
+def cmd_data(args):
+    """Cache full MNIST for the labs: download it, or check (and install) a copy of mnist.npz."""
+    from labkit import data
+
+    if args.action == "download":
+        if data.KERAS_CACHE.exists() and not args.again:
+            try:
+                data.verify_mnist(data.KERAS_CACHE)
+                print(f"full MNIST is already cached and intact: {data.KERAS_CACHE}")
+                return
+            except ValueError as error:
+                print(f"{error} Downloading it again.")
+        try:
+            data.download_mnist()
+        except OSError as error:
+            sys.exit(f"labkit data download: could not download full MNIST ({error}). Without internet, copy "
+                     f"mnist.npz from another machine (e.g. a USB stick) and run `labkit data verify FILE --install`; "
+                     "the labs also run on the offline subset that ships with the kit.")
+        return
+    data.verify_mnist(args.file)
+    print(f"{args.file}: SHA-256 {data.MNIST_SHA256} (full MNIST, as Keras checks it)")
+    if args.install:
+        print(f"copied to {data.install_mnist_file(args.file)}: the labs use full MNIST from now on")
+
+
+def add_data(commands):
+    data_parser = add_command(commands, "data", cmd_data,
+                              "labkit data download\n  labkit data verify /media/stick/mnist.npz --install")
+    actions = data_parser.add_subparsers(dest="action", required=True, metavar="download | verify")
+    download = actions.add_parser("download", help="fetch mnist.npz into Keras's cache, checking its SHA-256")
+    download.add_argument("--again", action="store_true", help="download even if the cache holds an intact copy")
+    verify = actions.add_parser("verify", help="check that FILE is Keras's mnist.npz (SHA-256)")
+    verify.add_argument("file", metavar="FILE", help="the mnist.npz to check")
+    verify.add_argument("--install", action="store_true", help="then copy it into Keras's cache (~/.keras/datasets)")
+
+
 # In the order a learner meets them: check the machine, a first run, clusters by hand, the
 # exercises, then the tools for sweeps, benchmarks and real machines.
-COMMANDS = (add_doctor, add_demo, add_up, add_status, add_tf_config, add_stop, add_exercises,
+COMMANDS = (add_doctor, add_data, add_demo, add_up, add_status, add_tf_config, add_stop, add_exercises,
             add_sweep, add_bench, add_export)
 
 
