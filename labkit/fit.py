@@ -5,13 +5,13 @@ With ParameterServerStrategy, ``model.fit`` needs a dataset that repeats and
 a ``tf.data.Dataset`` or arrays; with a ``dataset_fn`` (the first two) each worker
 builds its own pipeline and can fold its index into the shuffle seed. Batch-level
 callbacks are not supported, so progress is printed once per epoch (a text line: see
-``labkit.train.ProgressLines``).
+``labkit.progress``).
 """
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import tensorflow as tf
 
 from labkit.data import array_file, shuffled_batches
-from labkit.train import ProgressLines
+from labkit.progress import ProgressLines
 
 
 class EpochProgress(tf.keras.callbacks.Callback):

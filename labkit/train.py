@@ -10,9 +10,7 @@ What ``model.fit`` does on a PS cluster, in plain sight:
    dies is run again on another worker (at-least-once execution).
 
 Progress comes from completed closures on the coordinator: PS training has no
-batch-level callbacks. It is printed as plain text lines (``ProgressLines``), which read the
-same live, in a saved or papermill copy of a notebook and in a terminal; a widget bar shows
-only where a widget frontend runs, and a saved copy keeps it frozen at 0 %.
+batch-level callbacks. It is printed as text lines (``labkit.progress``).
 """
 import math
 import time
@@ -23,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from labkit.data import mnist_dataset_fn  # noqa: F401  (the labs' dataset_fn, next to per_worker_iterator)
+from labkit.progress import ProgressLines
 
 
 @dataclass(kw_only=True)
@@ -76,25 +75,6 @@ class History:
         row whose accuracy is at least ``accuracy``; None if no row reached it."""
         values = self.evaluation[column] if column in self.evaluation else getattr(self, column)
         return next((value for value, reached in zip(values, self.accuracy) if reached >= accuracy), None)
-
-
-class ProgressLines:
-    """One line of progress at most every ``every_seconds`` (and always the last one), printed.
-
-    ``line(done, **values)`` prints ``description: done/total units, name value, ..., elapsed``.
-    """
-
-    def __init__(self, total, description, unit="step", every_seconds=5.0):
-        self.total, self.description, self.unit, self.every_seconds = total, description, unit, every_seconds
-        self.began = self.last = time.perf_counter()
-
-    def line(self, done, **values):
-        now = time.perf_counter()
-        if done < self.total and now - self.last < self.every_seconds:
-            return
-        self.last = now
-        shown = "".join(f", {name} {value}" for name, value in values.items())
-        print(f"{self.description}: {done}/{self.total} {self.unit}s{shown}, {now - self.began:.1f} s", flush=True)
 
 
 def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, metrics=()):
