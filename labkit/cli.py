@@ -149,6 +149,17 @@ def cmd_exercises(args):
     exercises.run(args)
 
 
+def add_grade_command(commands):
+    """``labkit grade``: run learners' exercise notebooks and write grades.csv and feedback (labkit/grade.py)."""
+    from labkit import grade
+
+    summary = "Run submitted exercise notebooks, each in its own kernel and cluster, and grade them."
+    parser = commands.add_parser("grade", help=summary, description=summary,
+                                 epilog="e.g. labkit grade submissions/ --out graded/ --jobs 2")
+    grade.add_arguments(parser)
+    parser.set_defaults(run=grade.run)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -249,6 +260,7 @@ def main(argv=None):
     exercises_parser = commands.add_parser("exercises", help=cmd_exercises.__doc__, description=cmd_exercises.__doc__)
     exercises.add_arguments(exercises_parser)
     exercises_parser.set_defaults(run=cmd_exercises)
+    add_grade_command(commands)
 
     args = parser.parse_args(argv)
     try:
