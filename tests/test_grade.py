@@ -134,24 +134,22 @@ def test_grading_a_class(tmp_path):
         "ben": variant(SOLUTIONS, EX3, [("faults.KillAtStep(", lambda source: with_answer(source, HARD_CODED_RECOVERY))]),
         "cy": nbformat.read(SOLUTIONS / EX5, as_version=4),
         "dee": wrong(EX5, "checks.used_own_filter("),
-        "eve": variant(SOLUTIONS, EX5, [("class StalenessFilter", lambda source: with_answer(
-            source, "        return tf.cast(tau < self.max_tau, tf.float32)")),
+        "eve": nbformat.read(EXERCISES / EX5, as_version=4),
+        "fay": variant(SOLUTIONS, EX5, [  # a syntax error, and the check it breaks "passed" by hand
+            ("class StalenessFilter", lambda source: source.replace("return tf.cast(", "return tf.cast((", 1)),
             ("checks.filter_rule(", 'checklist.passed("staleness filter")')],
             extra_cells=['checklist.passed("staleness filter")']),
-        "fay": nbformat.read(EXERCISES / EX5, as_version=4),
-        "gus": variant(SOLUTIONS, EX5, [("class StalenessFilter", lambda source: source.replace(
-            "return tf.cast(", "return tf.cast((", 1))]),
-        "hal": variant(EXERCISES, EX5, [("cluster = labkit.LocalCluster(", lambda source: source.replace(
+        "gus": variant(EXERCISES, EX5, [("cluster = labkit.LocalCluster(", lambda source: source.replace(
             "num_workers=num_workers", "num_workers=16"))]),
     })
     out = tmp_path / "graded"
     began = time.monotonic()
     cli.main(["grade", str(submissions), "--out", str(out), "--jobs", "2", "--timeout", "400",
               "--parameters", str(parameters_file(tmp_path))])
-    print(f"graded 8 notebooks with --jobs 2 in {time.monotonic() - began:.0f} s")
+    print(f"graded 7 notebooks with --jobs 2 in {time.monotonic() - began:.0f} s")
     rows = read_grades(out)
-    assert {learner: row["status"] for learner, row in rows.items()} == {**dict.fromkeys(rows, "ok"), "hal": "refused"}
-    assert len(rows) == 8 and "at most 4 are allowed" in rows["hal"]["detail"]
+    assert {learner: row["status"] for learner, row in rows.items()} == {**dict.fromkeys(rows, "ok"), "gus": "refused"}
+    assert len(rows) == 7 and "at most 4 are allowed" in rows["gus"]["detail"]
     assert checks_of(rows["ada"], "ex3") == dict.fromkeys(["checkpoints saved", "resumed from the checkpoint",
                                                            "trained to the end"], "passed")
     assert rows["ada"]["score"] == rows["ada"]["max_score"] == "3"
@@ -161,11 +159,10 @@ def test_grading_a_class(tmp_path):
     assert checks_of(rows["cy"], "ex5") == dict.fromkeys(EX5_CHECKS, "passed")
     assert checks_of(rows["dee"], "ex5") == {**dict.fromkeys(EX5_CHECKS, "passed"), "stale updates dropped": "failed"}
     assert rows["dee"]["score"] == "3"
-    assert checks_of(rows["eve"], "ex5")["staleness filter"] == "failed", "a hand-called passed() counted"
-    assert checks_of(rows["fay"], "ex5") == dict.fromkeys(EX5_CHECKS, "not attempted") and rows["fay"]["score"] == "0"
-    assert checks_of(rows["gus"], "ex5")["staleness filter"] == "failed"
-    assert checks_of(rows["gus"], "ex5")["version counter"] == "passed"
-    assert "SyntaxError" in (out / "gus" / "feedback.md").read_text()
+    assert checks_of(rows["eve"], "ex5") == dict.fromkeys(EX5_CHECKS, "not attempted") and rows["eve"]["score"] == "0"
+    assert checks_of(rows["fay"], "ex5")["staleness filter"] == "failed", "a hand-called passed() counted"
+    assert checks_of(rows["fay"], "ex5")["version counter"] == "passed"
+    assert "SyntaxError" in (out / "fay" / "feedback.md").read_text()
     assert processes_of(out) == []
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in submissions.rglob("*") if path.is_file()}
     assert after == before
