@@ -423,10 +423,23 @@ def add_data(commands):
     verify.add_argument("--install", action="store_true", help="then copy it into Keras's cache (~/.keras/datasets)")
 
 
+# ----- grade ------------------------------------------------------------------
+def add_grade(commands):
+    """``labkit grade``: run learners' exercise notebooks and write grades.csv and feedback (labkit/grade.py)."""
+    from labkit import grade
+
+    summary = "Run submitted exercise notebooks, each in its own kernel and cluster, and grade them."
+    parser = commands.add_parser("grade", help=summary, description=summary,
+                                 epilog="example:\n  labkit grade submissions/ --out graded/ --jobs 2",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    grade.add_arguments(parser)
+    parser.set_defaults(run=grade.run)
+
+
 # In the order a learner meets them: check the machine, a first run, clusters by hand, the
 # exercises, then the tools for sweeps, benchmarks and real machines.
 COMMANDS = (add_doctor, add_data, add_demo, add_up, add_status, add_tf_config, add_stop, add_exercises,
-            add_sweep, add_bench, add_export)
+            add_grade, add_sweep, add_bench, add_export)
 
 
 def build_parser():

@@ -18,6 +18,7 @@ import math
 import random
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
@@ -51,6 +52,46 @@ def kill_after(cluster, task, seconds):
     timer.daemon = True
     timer.start()
     return timer
+
+
+class KillAtStep:
+    """While the block runs, kill ``task`` of ``cluster`` once (SIGKILL, as a crashed machine dies) as soon
+    as ``counter``, a step counter on the parameter servers (``job.optimizer.iterations``), reaches ``step``.
+
+    A watcher thread polls the counter; ``killed_at`` is the step it read right before the kill
+    (None if the block ended first). ``watched(variable)`` tells whether ``variable`` is that counter.
+    """
+
+    def __init__(self, cluster, task, counter, step, interval=0.02):
+        self.cluster, self.task, self.step, self.interval = cluster, task, step, interval
+        self.killed_at, self._counter = None, weakref.ref(counter)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def watched(self, variable):
+        return self._counter() is variable
+
+    def _watch(self):
+        while not self._stop.wait(self.interval):
+            counter = self._counter()
+            try:
+                reached = int(counter.numpy()) if counter is not None else None
+            except PS_FAILURES:
+                return  # the parameter server died some other way
+            if reached is None:
+                return
+            if reached >= self.step:
+                self.killed_at = reached
+                self.cluster.kill(self.task)
+                return
 
 
 def save_while_killing(cluster, task, manager, delay_seconds, checkpoint_number):

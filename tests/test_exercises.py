@@ -34,13 +34,25 @@ SMOKE_PARAMETERS = {
 @dataclass(frozen=True)
 class WrongAnswer:
     """``answer`` put into the solution region of the cell containing ``cell``; the next cell
-    containing ``check`` must then fail with an AssertionError whose message contains ``hint``."""
+    containing ``check`` must then fail with an AssertionError (or CheckFailed) whose message contains ``hint``."""
 
     cell: str
     answer: str
     check: str
     hint: str
 
+
+# ex3's recovery with the numbers typed in and nothing restored (the check reads the restored job itself)
+HARD_CODED_RECOVERY = """
+    try:
+        train_until(job, manager, num_steps)
+    except faults.PS_FAILURES:
+        cluster.restart("ps:0")
+        job = make_job()
+        manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=job.model, optimizer=job.optimizer),
+                                             checkpoint_dir, max_to_keep=2)
+        resumed_at, steps_lost = 200, 50
+"""
 
 WRONG_ANSWERS = {
     "ex1_basic_cluster.ipynb": [
@@ -79,19 +91,45 @@ for name, process in processes.items():
     "ex3_fault_tolerance.ipynb": [
         WrongAnswer("def train_until", """
     step = int(job.optimizer.iterations.numpy())
-    while step < num_steps:  # saves at the end too, so the kill would come right after a checkpoint
-        for _ in range(min(checkpoint_every, num_steps - step) // job.steps_per_closure):
-            job.coordinator.schedule(job.train_steps, args=(job.iterator,))
+    while step < num_steps:  # saves after every closure, not at the multiples of checkpoint_every
+        job.coordinator.schedule(job.train_steps, args=(job.iterator,))
         job.coordinator.join()
         step = int(job.optimizer.iterations.numpy())
         manager.save(checkpoint_number=step)
 """, "checks.checkpoint_saved(", "it should hold step"),
+        WrongAnswer("faults.KillAtStep(", HARD_CODED_RECOVERY, "checks.recovered(", "the new job starts at step 0"),
     ],
     "ex4_performance_analysis.ipynb": [
         WrongAnswer("seconds_by_workers = {num_workers: time_training", """
 seconds_by_workers = {num_workers: [1.5] * repeats for num_workers in worker_counts}
 spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
 """, "checks.timings(", "do not copy one timing"),
+        WrongAnswer("def time_training", """
+    return [1.0 + repeat / 10 for repeat in range(repeats)]  # made-up timings, no cluster
+""", "checks.timed_the_cluster(", "scheduled nothing on the cluster"),
+        WrongAnswer("def time_training", """
+    with labkit.LocalCluster(num_workers=num_workers, num_ps=num_ps, name="exercise-4") as cluster:
+        strategy = cluster.strategy()
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        with strategy.scope():
+            model = models.mnist_mlp()
+            optimizer = tf.keras.optimizers.legacy.SGD(0.1)
+        train_steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy,
+                                             steps_per_closure)
+        batches = train.per_worker_iterator(coordinator, dataset_fn)
+        seconds = []
+        for _ in range(repeats):  # no warm-up: the first block also traces the function
+            began = time.perf_counter()
+            for _ in range(timed_steps // steps_per_closure):
+                coordinator.schedule(train_steps, args=(batches,))
+            coordinator.join()
+            seconds.append(time.perf_counter() - began)
+        return seconds
+""", "checks.timed_the_cluster(", "has no warm-up"),
+        WrongAnswer("beyond_spread = {}", """
+beyond_spread = {more: max(seconds_by_workers[more]) < min(seconds_by_workers[fewer])
+                 for fewer, more in zip(counts, counts[1:])}
+""", "checks.beyond_spread(", "one per pair of consecutive worker counts"),
         WrongAnswer("figure, axis = plt.subplots", """
 axis.plot(list(seconds_by_workers.values()), marker="o")
 axis.set_xlabel("workers")
@@ -108,6 +146,15 @@ axis.set_ylabel("seconds")
         WrongAnswer("class StalenessFilter", """
         return tf.cast(tau < self.max_tau, tf.float32)
 """, "checks.filter_rule(", "steps stale is still allowed"),
+        WrongAnswer("filtered = staleness.train_mnist", """
+filtered = staleness.train_mnist(strategy, coordinator, data, num_workers, staleness.StalenessFilter(max_tau),
+                                 learning_rate=learning_rate, num_steps=num_steps, evaluate_every=num_steps,
+                                 steps_per_closure=1, straggler=0, straggler_ms=straggler_ms)
+""", "checks.used_own_filter(", "not your filter"),
+        WrongAnswer("updates_by_tau = ", """
+updates_by_tau = filtered.counts.sum(axis=0)
+dropped_share = updates_by_tau[:max_tau + 1].sum() / updates_by_tau.sum()  # the kept ones
+""", "checks.dropped_share_read(", "count the updates in the histogram's columns beyond max_tau"),
     ],
 }
 NAMES = sorted(SMOKE_PARAMETERS)
@@ -271,7 +318,8 @@ def test_solution_passes_its_checks_and_the_checks_reject_wrong_answers(name, tm
     assert len(outcomes) == len(WRONG_ANSWERS[name]), "a wrong answer's cell was not found"
     for wrong, (cells_before_check, wrong_error) in outcomes.items():
         assert cells_before_check == 0, f"the wrong answer for {wrong.check} failed before its check: {wrong_error}"
-        assert wrong_error.ename == "AssertionError" and wrong.hint in wrong_error.evalue, wrong_error.evalue
+        assert wrong_error.ename in ("AssertionError", "CheckFailed") and wrong.hint in wrong_error.evalue, \
+            wrong_error.evalue
     assert wait_until_gone(learner_servers()) == [], "exercise 1's server processes outlived its kernel"
 
 
