@@ -67,6 +67,7 @@ def test_each_ratio_divides_by_the_baseline_measured_beside_its_cluster_shape():
     assert [r["ratio_to_single_process"] for r in rows] == [1.0, 0.5, 1.0, 1.0]
 
 
+@pytest.mark.cluster
 def test_one_cli_runs_both_benchmarks():
     done = labkit("bench", "--help")
     assert done.returncode == 0 and "startup" in done.stdout
@@ -97,6 +98,7 @@ def test_plan_varies_each_axis_around_the_base_point():
     (["--repeats", "1"], "repeats must be a whole number >= 2"),
     (["--target-accuracy", "85"], "target_accuracy must be in (0, 1]"),
 ])
+@pytest.mark.cluster
 def test_bad_input_says_what_is_wrong_and_how_to_fix_it(flags, message):
     done = labkit("bench", *flags)
     assert done.returncode != 0

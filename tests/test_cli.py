@@ -12,6 +12,8 @@ import labkit as labkit_package
 from labkit import cli
 from support import default_ctrl_c, signal_state, wait_until_gone
 
+pytestmark = pytest.mark.cluster
+
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
 
@@ -132,7 +134,6 @@ def test_doctor_reports_keras_2_and_the_security_fact():
     assert "all network interfaces" in done.stdout
 
 
-@pytest.mark.cluster
 def test_up_serves_until_ctrl_c_and_status_sees_it():
     up = subprocess.Popen([*LABKIT, "up", "--workers", "1"], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True, preexec_fn=default_ctrl_c)
@@ -157,7 +158,6 @@ def test_up_serves_until_ctrl_c_and_status_sees_it():
     assert wait_until_gone(pids) == []
 
 
-@pytest.mark.cluster
 def test_demo_trains_mnist_to_90_percent():
     done = labkit("demo", "--target", "0.90", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

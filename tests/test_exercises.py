@@ -310,7 +310,7 @@ def test_solution_notebooks_follow_the_conventions(name):
 
 
 # ----- the notebooks, run ----------------------------------------------------------------
-@pytest.mark.cluster
+@pytest.mark.notebook
 @pytest.mark.parametrize("name", NAMES)
 def test_solution_passes_its_checks_and_the_checks_reject_wrong_answers(name, tmp_path):
     failed_at, error, outcomes = run(smoke_copy(SOLUTIONS, name), tmp_path, WRONG_ANSWERS[name])
@@ -323,7 +323,7 @@ def test_solution_passes_its_checks_and_the_checks_reject_wrong_answers(name, tm
     assert wait_until_gone(learner_servers()) == [], "exercise 1's server processes outlived its kernel"
 
 
-@pytest.mark.cluster
+@pytest.mark.notebook
 @pytest.mark.parametrize("name", NAMES)
 def test_exercise_runs_until_its_first_stub_and_fails_there(name, tmp_path):
     notebook = smoke_copy(EXERCISES, name)

@@ -12,6 +12,8 @@ import pytest
 
 from labkit import netns
 
+pytestmark = pytest.mark.root
+
 ROOT = Path(__file__).resolve().parents[1]
 LAPTOP, NEIGHBOUR = "10.232.0.1", "10.232.0.2"  # exist only inside the namespaces
 PORT = 2222

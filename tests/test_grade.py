@@ -13,6 +13,8 @@ from labkit import cli, grade
 from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
 from test_exercises import EXERCISES, HARD_CODED_RECOVERY, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
 
+pytestmark = pytest.mark.notebook
+
 EX3, EX5 = "ex3_fault_tolerance.ipynb", "ex5_staleness_checks.ipynb"
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
 

@@ -13,6 +13,8 @@ from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit import results
 from smoke_notebooks import NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
 
+pytestmark = pytest.mark.notebook
+
 BARE_FIGURE = re.compile(r"^<Figure size [^>]*>$")
 # stderr lines a notebook may show (each explained in the notebook). Everything else is noise a
 # learner did not ask for.

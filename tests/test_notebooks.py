@@ -7,6 +7,8 @@ from papermill.translators import PythonTranslator
 
 from smoke_notebooks import NOTEBOOKS, SMOKE_DIR, SMOKE_PARAMETERS
 
+pytestmark = pytest.mark.notebook
+
 SWEEP_RUNS = [
     ("01_tf_config_and_cluster.ipynb", {"num_workers": 3, "num_ps": 2}),
 ]
@@ -42,7 +44,6 @@ def test_every_parameter_passed_in_exists(path):
         assert f"{parameter} =" in declared, f"{path.name} has no parameter {parameter!r}"
 
 
-@pytest.mark.cluster
 @pytest.mark.parametrize("name, parameters", SWEEP_RUNS, ids=[f"{n}-{p}" for n, p in SWEEP_RUNS])
 def test_notebook_runs_with_sweep_parameters(name, parameters, tmp_path):
     output = tmp_path / name
