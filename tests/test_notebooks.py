@@ -21,10 +21,6 @@ def parameters_cell(path):
     return tagged[0]
 
 
-def test_every_notebook_has_smoke_parameters():
-    assert {path.name for path in NOTEBOOKS.glob("*.ipynb")} == set(SMOKE_PARAMETERS)
-
-
 def test_smoke_copies_carry_their_parameters():
     for name, parameters in SMOKE_PARAMETERS.items():
         copy = nbformat.read(SMOKE_DIR / name, as_version=4)
