@@ -206,8 +206,9 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             checkpoint.restore(manager.latest_checkpoint)
         step = int(job.optimizer.iterations.numpy())
         report.timeline.add(step, f"resumed from checkpoint at step {step}" if step else "started")
+        # Every worker takes part from the first closure on, also when one connects late.
+        refused = wait_until_workers_reach_parameter_servers(job)
         if failure:
-            refused = wait_until_workers_reach_parameter_servers(job)
             report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
             failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
                            seconds=time.monotonic() - failure.pop("began"))
