@@ -311,6 +311,7 @@ def _apply(fault, cluster, report, step):
         cluster.kill(fault.task)
         report.timeline.add(step, f"killed {fault.task}")
     else:
+        report.timeline.add(step, f"restarting {fault.task}")  # the driver waits while its new process starts
         cluster.restart(fault.task)
         pid = cluster.task(fault.task).pid
         cpu_at_restart = cpu_seconds(pid)
