@@ -60,3 +60,28 @@ def test_git_ignores_every_file_of_the_work_folder_and_pytest_looks_only_in_test
     assert ignored.stdout.split() == ["work/exercises/ex1_basic_cluster.ipynb", "work/runs/x.json"]
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert options["testpaths"] == ["tests"], "make test must not collect learners' copies in work/"
+
+
+def test_make_lab_small_starts_jupyterlab_whose_kernels_use_the_offline_subset(monkeypatch, tmp_path):
+    """The kernels JupyterLab starts inherit its environment, so `make lab-small`'s variable reaches them,
+    and they use the subset though (a tiny stand-in for) full MNIST is cached."""
+    import numpy as np
+    from jupyter_client.manager import start_new_kernel
+
+    recipe = (ROOT / "Makefile").read_text().split("\nlab-small:")[1].split("\n\n")[0]
+    assert "LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab" in recipe
+    cache = tmp_path / ".keras" / "datasets" / "mnist.npz"
+    cache.parent.mkdir(parents=True)
+    images, labels = np.zeros((10, 28, 28), "uint8"), np.zeros(10, "uint8")
+    np.savez(cache, x_train=images, y_train=labels, x_test=images, y_test=labels)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LABKIT_MNIST_SOURCE", "offline-subset")
+    manager, client = start_new_kernel(kernel_name="pslab", startup_timeout=120)
+    try:
+        said = []
+        client.execute_interactive("from labkit.data import load_mnist\nprint(load_mnist().source)", timeout=120,
+                                   output_hook=lambda message: said.append(message["content"].get("text", "")))
+        assert "offline MNIST subset" in "".join(said)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
