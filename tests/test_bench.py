@@ -14,7 +14,7 @@ import pytest
 from labkit import bench, traffic
 from labkit.bench import metering
 
-LABKIT = [sys.executable, "-m", "labkit.cli"]
+LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 TINY_GRID = ["--workers", "1", "--ps", "1", "--steps-per-closure", "1", "10", "--models", "mlp", "--batch-sizes", "64",
              "--repeats", "2", "--min-steps", "20", "--target-accuracy", "0.5"]
 

