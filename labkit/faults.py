@@ -26,7 +26,7 @@ import psutil
 import tensorflow as tf
 
 from labkit import models, train
-from labkit.runtime import children, processes, tfruntime
+from labkit.runtime import children, loglines, processes, tfruntime
 
 PS_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError)
 
@@ -132,7 +132,7 @@ class Timeline:
 
     @staticmethod
     def format_event(seconds, step, event):
-        return f"{seconds:7.1f} s  step {step:>5}  {event}"
+        return loglines.timeline_line(seconds, step, event)
 
     def __str__(self):
         return "\n".join(self.format_event(*event) for event in self.events)
@@ -206,7 +206,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
         if manager.latest_checkpoint:
             checkpoint.restore(manager.latest_checkpoint)
         step = int(job.optimizer.iterations.numpy())
-        report.timeline.add(step, f"resumed from checkpoint at step {step}" if step else "started")
+        report.timeline.add(step, loglines.resumed_line(step) if step else "started")
         # Every worker takes part from the first closure on, also when one connects late.
         refused = wait_until_workers_reach_parameter_servers(job)
         if failure:
@@ -237,7 +237,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 step = int(job.optimizer.iterations.numpy())
                 manager.save(checkpoint_number=step)
                 _record(report, step, job.model, evaluate)
-                report.timeline.add(step, "checkpoint saved")
+                report.timeline.add(step, loglines.CHECKPOINT_SAVED)
             if report.final_step != step:  # resumed from a checkpoint at or past num_steps
                 _record(report, step, job.model, evaluate)
             report.timeline.add(step, "training finished")

@@ -5,7 +5,6 @@ every task runs from its exported run.sh inside its host's namespace, so all clu
 traffic crosses the bridge, where it is counted. Needs root and `ip`; skipped otherwise.
 """
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import sys
 import pytest
 
 from labkit.deploy import export, netns
-from labkit.runtime import processes
+from labkit.runtime import loglines, processes
 from support import task_processes, wait_until_gone
 
 pytestmark = pytest.mark.root
@@ -85,9 +84,9 @@ def test_the_exported_plan_trains_mnist_across_network_namespaces(network, start
                                     NUM_STEPS, timeout=180)
     after = network.traffic()
 
-    finished = re.search(rf"finished at step {NUM_STEPS} with test accuracy ([0-9.]+)", chief_log)
-    assert finished, chief_log[-3000:]
-    accuracy = float(finished.group(1))
+    finished = loglines.finished(chief_log)
+    assert finished and finished[0] == NUM_STEPS, chief_log[-3000:]
+    accuracy = finished[1]
     crossed = {host: (after[host][0] - before[host][0], after[host][1] - before[host][1]) for host in after}
     print(f"\ntest accuracy {accuracy:.4f} after {NUM_STEPS} steps; bytes through the bridge (sent, received):")
     for host, (sent, received) in crossed.items():

@@ -2,6 +2,7 @@
 import tensorflow as tf
 
 from labkit.checks.core import CheckFailed, learned, require
+from labkit.runtime import loglines
 
 
 def checkpoint_saved(checkpoint_dir, step, checkpoint_every):
@@ -96,17 +97,18 @@ def latest_checkpoint_complete(latest, completed_steps):
     step = int(latest.rpartition("-")[2])
     require(step in completed_steps, f"latest_checkpoint points to step {step}, whose write did not "
                                      f"finish; the completed checkpoints are at steps {completed_steps}.")
-    require(tf.train.load_checkpoint(latest) is not None, 'not true: tf.train.load_checkpoint(latest) is not None')
+    require(tf.train.load_checkpoint(latest) is not None, f"the checkpoint at step {step} cannot be read back.")
 
 
 def coordinator_resumed(lines, checkpoint_step, num_steps):
     """A restarted coordinator's output: it resumed from ``checkpoint_step`` or later and finished."""
-    resumed = [line for line in lines if "resumed from checkpoint" in line]
+    resumed = [loglines.resumed_step(line) for line in lines if loglines.RESUMED in line]
     require(len(resumed) == 1, f"the restarted coordinator printed {len(resumed)} 'resumed' lines: {lines}")
-    step = int(resumed[0].rpartition(" ")[2])
+    step = resumed[0]
     require(step >= checkpoint_step, f"the restarted coordinator resumed at step {step}, before the "
                                      f"checkpoint at step {checkpoint_step} that the first one had saved.")
-    require(f"finished at step {num_steps}" in lines[-1], f"it did not finish at step {num_steps}: {lines[-1]}")
+    finished = loglines.finished(lines[-1])
+    require(finished and finished[0] == num_steps, f"it did not finish at step {num_steps}: {lines[-1]}")
 
 
 def fit_skipped_epochs(epochs_started, finished_epochs):

@@ -25,6 +25,7 @@ import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads
 import tensorflow as tf
 
 from labkit import faults, models
+from labkit.runtime import loglines
 from labkit.runtime.children import exit_with_parent_if_started_by_one
 from labkit.data import files_dataset_fn, load_mnist, mnist_dataset_fn, shared_shards
 
@@ -77,7 +78,7 @@ def main(argv=None):
             args.checkpoint_every, echo=True,
             evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})
         accuracy = report.final_accuracy if report.accuracy else float("nan")
-        print(f"finished at step {report.final_step} with test accuracy {accuracy:.4f}", flush=True)
+        print(loglines.finished_line(report.final_step, accuracy), flush=True)
     else:
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         with strategy.scope():

@@ -13,7 +13,7 @@ import labkit  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from labkit import models
-from labkit.runtime import children
+from labkit.runtime import children, loglines
 from labkit.data import load_mnist
 
 
@@ -22,7 +22,7 @@ class PrintResult(tf.keras.callbacks.Callback):
 
     def on_test_end(self, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
-        print(f"checkpoint at step {step}: test accuracy {logs['accuracy']:.4f}", flush=True)
+        print(loglines.evaluated_line(step, logs['accuracy']), flush=True)
 
 
 def start(checkpoint_dir, until_step):

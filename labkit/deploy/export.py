@@ -11,14 +11,13 @@ how notebook 09 and tests/test_multihost.py play several machines on one compute
 """
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 import yaml
 from tqdm.auto import tqdm
 
-from labkit.runtime import children, processes, tfconfig
+from labkit.runtime import children, loglines, processes, tfconfig
 
 # Both directories on storage the hosts share: the chief writes the training shards into data/
 # once and each worker reads its own; for machines that share no disk, --ship-arrays instead.
@@ -152,7 +151,7 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
         with tqdm(total=num_steps, desc="chief: training steps") as progress:
             def finished():
                 exited = process.poll() is not None
-                saved = re.findall(r"step +([0-9]+)  checkpoint saved", log.read_text(errors="replace"))
+                saved = loglines.steps_with(loglines.CHECKPOINT_SAVED, log.read_text(errors="replace"))
                 progress.update(int(saved[-1]) - progress.n if saved else 0)
                 return exited
 

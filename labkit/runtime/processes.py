@@ -25,10 +25,11 @@ from pathlib import Path
 
 import psutil
 
+from labkit.runtime import loglines
+
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 TAIL_BLOCK_BYTES = 8192
-SERVING_LOG_LINE = "serving at"  # what labkit.runtime.server prints once its port is open
 # labkit.runtime.server's exit code for "another program holds my port": the starter may pick another and retry.
 # (Here, not in server.py: `python -m labkit.runtime.server` must not be imported as a module first.)
 EXIT_PORT_IN_USE = 75
@@ -117,7 +118,7 @@ def wait_until_serving(process, log_path, port=None, name="the task", timeout=90
     def ready():
         if port:
             return serving(process.pid, port)
-        return Path(log_path).exists() and SERVING_LOG_LINE in Path(log_path).read_text(errors="replace")
+        return Path(log_path).exists() and loglines.SERVING in Path(log_path).read_text(errors="replace")
 
     def ready_or_exited():
         if ready():

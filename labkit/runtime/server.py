@@ -12,7 +12,7 @@ import os
 import sys
 
 import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
-from labkit.runtime import processes, tfconfig
+from labkit.runtime import loglines, processes, tfconfig
 from labkit.runtime.children import exit_with_parent_if_started_by_one
 
 SERVING_ROLES = ("ps", "worker")
@@ -49,7 +49,7 @@ def main():
         sys.exit(processes.EXIT_PORT_IN_USE)  # any other failure: exit code 1, the error in the log
     # Started only now, so a parent that died during start-up is noticed at once here.
     exit_with_parent_if_started_by_one()
-    print(f"labkit.runtime.server: {task_type}:{task_index} {processes.SERVING_LOG_LINE} {address} "
+    print(f"labkit.runtime.server: {task_type}:{task_index} {loglines.SERVING} {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()
 
