@@ -404,7 +404,7 @@ def test_08_saved_results_must_match_the_points():
 
 
 def test_08_dense_traffic_must_be_about_the_model_size():
-    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "steps_per_closure": 1, "parameter_bytes": 1000,
+    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "steps_per_closure": 1, "model_bytes": 1000,
            "measured_pull_bytes_per_step": 1100, "measured_push_bytes_per_step": 1050}
     checks.dense_traffic_is_model_size(row)
     with pytest.raises(AssertionError, match="push 0.10 M per step"):

@@ -164,7 +164,7 @@ def results_saved(table, points, saved):
 
 def dense_traffic_is_model_size(row, low=0.8, high=1.5):
     """A dense model pulls and pushes about its parameter bytes M per step (``row``: one bench result)."""
-    size = row["parameter_bytes"]
+    size = row["model_bytes"]
     for direction in ("pull", "push"):
         ratio = row[f"measured_{direction}_bytes_per_step"] / size
         require(low <= ratio <= high, f"{row['model']} {row['loop']} {row['workers']}w {row['ps']}ps "
