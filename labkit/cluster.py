@@ -302,9 +302,9 @@ class LocalCluster:
     # ----- internals --------------------------------------------------------
     def _assign_ports(self):
         self.chief_port = pick_port() if self.chief else None
-        roles = [("ps", i) for i in range(self.num_ps)] + [("worker", i) for i in range(self.num_workers)]
-        self.tasks = [Task(kind, index, pick_port(), self.log_dir / f"{kind}-{index}.log")
-                      for kind, index in roles]
+        tasks = [("ps", i) for i in range(self.num_ps)] + [("worker", i) for i in range(self.num_workers)]
+        self.tasks = [Task(task_type, index, pick_port(), self.log_dir / f"{task_type}-{index}.log")
+                      for task_type, index in tasks]
 
     def _launch(self, task):
         task.process = children.start_program("labkit.runtime.server", tf_config=self.tf_config(task.name),

@@ -196,7 +196,7 @@ def explain(tf_config: dict | str) -> str:
     if task_type == "evaluator":
         rows.append(("evaluator", task_index, "(not in the cluster)"))
     width = max(len(address) for _, _, address in rows)
-    lines = [f"{'role':<10}{'index':<7}address"]
+    lines = [f"{'type':<10}{'index':<7}address"]
     for job, index, address in rows:
         marker = "  <- this process" if (job, index) == (task_type, task_index) else ""
         lines.append(f"{job:<10}{index:<7}{address:<{width}}{marker}".rstrip())
