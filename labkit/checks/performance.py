@@ -10,7 +10,7 @@ import tensorflow as tf
 from labkit.checks.core import require
 
 
-def timings(seconds_by_workers, worker_counts, repeats):
+def timed_every_worker_count(seconds_by_workers, worker_counts, repeats):
     """``repeats`` separate positive timings for each worker count."""
     require(sorted(seconds_by_workers) == sorted(worker_counts),
         f"you have times for {sorted(seconds_by_workers)} worker(s) but worker_counts is {list(worker_counts)}: "
@@ -114,7 +114,7 @@ def beyond_spread(answer, seconds_by_workers):
                 "not overlap at all.")
 
 
-def spreads(spread_by_workers, seconds_by_workers):
+def spread_is_range_over_median(spread_by_workers, seconds_by_workers):
     """Each spread is (slowest - fastest) / median of that worker count's timings."""
     require(sorted(spread_by_workers) == sorted(seconds_by_workers),
         f"spread_by_workers has {sorted(spread_by_workers)}, not the worker counts {sorted(seconds_by_workers)}.")

@@ -83,7 +83,7 @@ def measured_staleness(alone, together, min_stale_share=0.1):
         "whatever happens: claim after the update's assign_sub ops.")
 
 
-def filtered(run, max_tau):
+def dropped_exactly_the_stale(run, max_tau):
     """A staleness-filter run: exactly the updates more than ``max_tau`` stale were dropped, and
     the version counts the applied updates only."""
     idle = [worker for worker, clock in enumerate(run.clocks) if clock == 0]
