@@ -1,6 +1,8 @@
 """Shared test fixtures. Every test must leave no labkit task process behind (see support.py)."""
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -87,3 +89,13 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_unconfigure(config):
     shutil.rmtree(STATE_DIR, ignore_errors=True)
+
+
+@pytest.fixture
+def sleeper(tmp_path):
+    """A real, idle child process (killed at the end)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], cwd=tmp_path)
+    yield process
+    process.kill()
+    process.wait()
+
