@@ -32,9 +32,8 @@ import tensorflow as tf
 from labkit import models, sharding, traffic, train
 from labkit.runtime import children, processes
 from labkit.cluster import HOST, pick_port
-from labkit.data import current_worker_index, load_mnist, mnist_dataset_fn, power_law_ids
+from labkit.data import current_worker_index, load_mnist, mnist_dataset_fn, power_law_ids, slowed
 from labkit.progress import ProgressLines
-from labkit.staleness import slowed
 
 MODELS = ("mlp", "embedding")
 PROGRESS_LINE = "samples done:"

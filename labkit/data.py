@@ -452,3 +452,21 @@ def files_dataset_fn(paths, num_workers, batch_size, feature_shape=(784,), seed=
         return (records.shuffle(shuffle_buffer, seed=worker_seed(seed)).repeat().batch(batch_size)
                 .map(parse).prefetch(2))
     return dataset_fn
+
+
+def slowed(dataset, milliseconds):
+    """The dataset with a pause before each element, like a slow disk or network.
+
+    Prefetching is turned off, or the pauses would hide behind the training steps.
+    """
+    import tensorflow as tf
+
+    specs = tf.nest.flatten(dataset.element_spec)
+    variant = tf.raw_ops.SleepDataset(input_dataset=tf.data.experimental.to_variant(dataset),
+                                      sleep_microseconds=int(milliseconds * 1000),
+                                      output_types=[spec.dtype for spec in specs],
+                                      output_shapes=[spec.shape for spec in specs])
+    options = tf.data.Options()
+    options.experimental_optimization.inject_prefetch = False
+    options.autotune.enabled = False
+    return tf.data.experimental.from_variant(variant, dataset.element_spec).with_options(options)

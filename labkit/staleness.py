@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from labkit import models, train
-from labkit.data import current_worker_index, mnist_dataset_fn
+from labkit.data import current_worker_index, mnist_dataset_fn, slowed
 
 
 class Constant:
@@ -249,22 +249,6 @@ def make_train_steps(strategy, model, optimizer, steps_per_closure=1):
         return loss
 
     return train.pack_steps(strategy, one_step, steps_per_closure)
-
-
-def slowed(dataset, milliseconds):
-    """The dataset with a pause before each element, like a slow disk or network.
-
-    Prefetching is turned off, or the pauses would hide behind the training steps.
-    """
-    specs = tf.nest.flatten(dataset.element_spec)
-    variant = tf.raw_ops.SleepDataset(input_dataset=tf.data.experimental.to_variant(dataset),
-                                      sleep_microseconds=int(milliseconds * 1000),
-                                      output_types=[spec.dtype for spec in specs],
-                                      output_shapes=[spec.shape for spec in specs])
-    options = tf.data.Options()
-    options.experimental_optimization.inject_prefetch = False
-    options.autotune.enabled = False
-    return tf.data.experimental.from_variant(variant, dataset.element_spec).with_options(options)
 
 
 def worker_batches(data, batch_size, seed, slow_worker=None, slow_ms=0):
