@@ -112,11 +112,11 @@ def heading(log, startup):
     return [f"- **Machine**: {machine.get('cores', '?')} cores, {machine.get('memory_gib', '?')} GiB, "
             f"{machine.get('platform', platform.platform())}; Python {versions.get('python', platform.python_version())}, "
             f"TensorFlow {versions.get('tensorflow', '?')}, labkit {versions.get('labkit', '?')}",
-            f"- **Date**: {starts[0]} to {ends[-1]}; `make measurements` itself took "
-            f"{minutes(sum(entry['seconds'] for entry in log.values()))} of measuring",
+            f"- **Date**: {starts[0]} to {ends[-1]}; the measurements "
+            f"below took {minutes(sum(entry['seconds'] for entry in log.values()))} in all",
             f"- **Load average** at the start of each measurement: {min(loads):.2f} to {max(loads):.2f}",
             f"- **MNIST**: {sources} "
-            "(timing-standin: full MNIST's size repeated from the offline subset; its accuracies mean nothing)"]
+            "(`timing-standin` is full MNIST's size, repeated from the offline subset: its accuracies mean nothing)"]
 
 
 def load_of(log, name):

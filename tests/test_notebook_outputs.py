@@ -23,7 +23,7 @@ ALLOWED_STDERR = {
                                     r'^\s*warnings\.warn\("To make it possible to preserve tf\.data options'],
 }
 
-# The key results each notebook records (README, "How a notebook records its results"); it may record more.
+# The key results each notebook records (docs/library.md, "A notebook's results"); it may record more.
 RECORDED = {
     "00_welcome.ipynb": {"tensorflow", "keras", "cpu_cores"},
     "01_tf_config_and_cluster.ipynb": {"num_workers", "num_ps", "ready_seconds", "all_tasks_stopped"},
