@@ -31,11 +31,11 @@ $(STAMP): pyproject.toml
 	$(MAKE) kernel
 	touch $(STAMP)
 
-install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test" extra)
+install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test" and "site" extras)
 
 # The wheelhouse holds the learner's wheels: the test tools may still come from the index.
 $(TEST_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE)) -e '.[test]'
+	$(PY) -m pip install --quiet $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE)) -e '.[test,site]'
 	touch $(TEST_STAMP)
 
 kernel: ## (re)register the "PS Lab" Jupyter kernel with the kit's environment variables

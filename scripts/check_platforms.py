@@ -1,10 +1,10 @@
-"""Check, against the package registry, that the pinned stack installs on each platform the README names.
+"""Check, against the package registry, that the pinned stack installs on each platform docs/install.md names.
 
 For every platform and Python version it asks pip to resolve every pin of pyproject.toml
 (dependencies included) from wheels only, as that platform would, without installing
 anything: ``pip install --dry-run --only-binary=:all: --platform ... --python-version ...``.
-A platform the README lists as installable must resolve; one it lists with no wheel must not
-(else the README is out of date). Needs Python 3.11+ (tomllib) and access to the registry; downloads only metadata.
+A platform docs/install.md lists as installable must resolve; one it lists with no wheel must not
+(else the page is out of date). Needs Python 3.11+ (tomllib) and access to the registry; downloads only metadata.
 
     python scripts/check_platforms.py                      # every platform, Python 3.11
     python scripts/check_platforms.py --python 3.10 3.13 --platform windows-amd64
@@ -28,7 +28,7 @@ def manylinux(arch, glibc_minor):
     return tags + [f"manylinux2014_{arch}"]
 
 
-# name -> (its row in the README's platform table, pip --platform tags, installs there)
+# name -> (its row in docs/install.md's platform table, pip --platform tags, installs there)
 PLATFORMS = {
     "linux-x86_64": ("Linux x86_64, glibc ≥ 2.28", manylinux("x86_64", 28), True),
     "macos-arm64": ("macOS 12+ on Apple silicon", ["macosx_12_0_arm64"], True),
@@ -81,12 +81,12 @@ def main(argv=None):
     wrong = 0
     for (platform, version), (resolved, detail) in zip(points, outcomes):
         expected = PLATFORMS[platform][2]
-        verdict = "ok" if resolved == expected else "README WRONG"
+        verdict = "ok" if resolved == expected else "PAGE WRONG"
         wrong += resolved != expected
         print(f"{verdict:<12} {platform:<14} Python {version:<5} "
               f"{'resolves' if resolved else 'does not resolve'}: {detail}")
     if wrong:
-        sys.exit(f"{wrong} platform(s) disagree with the README's platform table: update PLATFORMS and the README.")
+        sys.exit(f"{wrong} platform(s) disagree with docs/install.md's platform table: update PLATFORMS and the page.")
 
 
 if __name__ == "__main__":

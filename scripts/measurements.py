@@ -9,8 +9,8 @@ It runs, one after the other, each into its own folder of runs/measurements/:
 (``labkit sweep`` without -p: wall time, peak memory, the results it records); and
 ``labkit bench --report`` (notebook 08 over the full speed sweep). It is resumable: an item
 that finished is kept, one that failed or was interrupted is run again. Each item's start,
-end and load average are logged in runs/measurements/log.json. On the kit's 2-core machine
-the whole run takes about as long as the notebooks' and the sweep's run times on the page added up.
+end, duration and load average are logged in runs/measurements/log.json; the page's heading
+gives the total, so the page says how long a full run takes.
 MNIST is full MNIST where it is cached, else the full-size timing stand-in (times and memory
 hold; accuracies mean nothing), as scripts/time_notebooks.py chooses.
 """
@@ -71,8 +71,10 @@ def run(only, env):
         entry = {"started": now(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
                  "mnist_source": env["LABKIT_MNIST_SOURCE"]}
         print(f"{name}: running {' '.join(command[2:])}", flush=True)
+        began = time.monotonic()
         done = subprocess.run(command, env=env, cwd=ROOT)
-        entry.update(ended=now(), returncode=done.returncode, load_average_after=[round(x, 2) for x in os.getloadavg()])
+        entry.update(ended=now(), seconds=round(time.monotonic() - began), returncode=done.returncode,
+                     load_average_after=[round(x, 2) for x in os.getloadavg()])
         log[name] = entry
         log_path.write_text(json.dumps(log, indent=1))
 
@@ -110,10 +112,11 @@ def heading(log, startup):
     return [f"- **Machine**: {machine.get('cores', '?')} cores, {machine.get('memory_gib', '?')} GiB, "
             f"{machine.get('platform', platform.platform())}; Python {versions.get('python', platform.python_version())}, "
             f"TensorFlow {versions.get('tensorflow', '?')}, labkit {versions.get('labkit', '?')}",
-            f"- **Date**: {starts[0]} to {ends[-1]}",
+            f"- **Date**: {starts[0]} to {ends[-1]}; the measurements "
+            f"below took {minutes(sum(entry['seconds'] for entry in log.values()))} in all",
             f"- **Load average** at the start of each measurement: {min(loads):.2f} to {max(loads):.2f}",
             f"- **MNIST**: {sources} "
-            "(timing-standin: full MNIST's size repeated from the offline subset; its accuracies mean nothing)"]
+            "(`timing-standin` is full MNIST's size, repeated from the offline subset: its accuracies mean nothing)"]
 
 
 def load_of(log, name):

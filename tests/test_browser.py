@@ -194,3 +194,36 @@ def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
     expect(worker.locator(".labkit-pid")).not_to_have_text(old_pid)
     assert is_running(int(worker.locator(".labkit-pid").inner_text()))
     screenshot("3-worker-restarted")
+
+
+def test_the_site_shows_every_page_with_its_figures(browser_page, tmp_path):
+    """`make site` builds a book of the executed notebooks; every page loads, every figure is an image."""
+    pytest.importorskip("myst_nb", reason="make site needs the site extra: pip install -e '.[site]'")
+    executed_copy("00_welcome.ipynb")  # a notebook with a figure, executed in this pytest run
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import build_site
+
+    site = tmp_path / "site"
+    build_site.build(site)
+    expected_figures = {path.stem: sum(bool(FIGURE_CALLS.search(cell.source)) for cell in
+                                       nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+                        for path in map(build_site.executed, sorted(build_site.ROOT.glob("notebooks/*.ipynb"))) if path}
+    pages = sorted(path for path in site.rglob("*.html")
+                   if path.name not in ("genindex.html", "search.html") and "_static" not in path.parts)
+    page, screenshot = browser_page
+    with failure_screenshot(screenshot):
+        page.goto(site.joinpath("index.html").as_uri())
+        toc = page.locator("nav.bd-links a").evaluate_all("links => links.map(a => a.href)")
+        assert {f"notebooks/{stem}.html" for stem in expected_figures} <= {href.split("/site/")[-1] for href in toc}
+        for path in pages:
+            page.goto(path.as_uri())
+            expect(page.locator("article h1").first).to_be_visible()
+            images = page.locator("article img")
+            for index in range(images.count()):
+                images.nth(index).scroll_into_view_if_needed()
+                assert images.nth(index).evaluate("img => img.complete && img.naturalWidth > 0"), \
+                    f"{path.name}: image {index} did not load"
+            if path.stem in expected_figures:
+                assert images.count() >= expected_figures[path.stem], f"{path.name}: figures missing"
+        page.goto(site.joinpath("notebooks", "00_welcome.html").as_uri())
+        screenshot("site-00_welcome")

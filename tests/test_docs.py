@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-import cli_reference  # noqa: E402  (a script, not a package)
+import cli_reference  # noqa: E402  (scripts, not a package)
 
 OWNED_ELSEWHERE = "its owner moves its numbers to docs/measurements.md and its history to CHANGELOG.md"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -90,3 +90,70 @@ def test_make_help_is_the_default_and_lists_every_target():
     assert listed == make("help").stdout and listed.startswith("PS Lab: make lab")
     targets = re.findall(r"^([a-z-]+):", (ROOT / "Makefile").read_text(), flags=re.MULTILINE)
     assert [target for target in targets if f"make {target} " not in listed] == []
+
+
+# A notebook's first cell states its run time and peak memory at its defaults.
+STATED = re.compile(r"Runs in (under|about) ([0-9.½]+) minutes?.*?; ([0-9.]+) GB of memory at its peak")
+
+
+def measured_row(stem, page_text):
+    """(minutes, GB) of a notebook's row in docs/measurements.md, or None if it was not measured."""
+    row = re.search(rf"^\| `{stem}` \| ok \| ([0-9.]+) (s|min) \| ([0-9.]+) GB \|", page_text, flags=re.MULTILINE)
+    if not row:
+        return None
+    return float(row.group(1)) / (60 if row.group(2) == "s" else 1), row.group(3)
+
+
+def disagreement(first_cell, measured):
+    """What a first cell states that the measurement does not say ("" if it agrees)."""
+    stated = STATED.search(first_cell)
+    if not stated:
+        return "no 'Runs in about N minutes ...; X GB of memory at its peak' line"
+    bound, stated_minutes, stated_gb = stated.group(1), float(stated.group(2).replace("½", ".5")), stated.group(3)
+    minutes, gb = measured
+    fits = minutes < stated_minutes if bound == "under" else abs(minutes - stated_minutes) <= 0.5
+    wrong = [] if fits else [f"run time {bound} {stated_minutes:g} min, measured {minutes:.1f} min"]
+    wrong += [] if stated_gb == gb else [f"peak memory {stated_gb} GB, measured {gb} GB"]
+    return "; ".join(wrong)
+
+
+@pytest.mark.parametrize("notebook", sorted(ROOT.glob("notebooks/*.ipynb")), ids=lambda path: path.stem)
+def test_a_notebooks_first_line_states_what_measurements_md_measured(notebook):
+    measured = measured_row(notebook.stem, (ROOT / "docs" / "measurements.md").read_text())
+    if measured is None:
+        pytest.skip(f"{notebook.stem} is not in docs/measurements.md yet: run `make measurements`")
+    first_cell = nbformat.read(notebook, as_version=4).cells[0].source
+    assert disagreement(first_cell, measured) == "", f"{notebook.name}'s first cell disagrees with docs/measurements.md"
+
+
+def test_the_first_line_check_sees_a_wrong_time_or_memory():
+    line = "*Runs in about 2 minutes with its defaults on a 2-core machine; 4.6 GB of memory at its peak.*"
+    row = measured_row("02_x", "| `02_x` | ok | 1.8 min | 4.6 GB | 2026-12-01, load 0.5 |")
+    assert row == (1.8, "4.6") and disagreement(line, row) == ""
+    assert disagreement(line, (3.1, "4.6")) == "run time about 2 min, measured 3.1 min"
+    assert disagreement(line, (1.8, "5.4")) == "peak memory 4.6 GB, measured 5.4 GB"
+    assert measured_row("02_x", "| `02_x` | not measured yet | | | |") is None
+
+
+def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monkeypatch):
+    import json
+
+    import measurements
+
+    monkeypatch.setattr(measurements, "OUT", tmp_path)
+    entry = {"started": "2026-12-01 08:00 UTC", "ended": "2026-12-01 08:01 UTC", "seconds": 40,
+             "load_average_before": [0.5, 0.4, 0.3], "mnist_source": "timing-standin"}
+    (tmp_path / "log.json").write_text(json.dumps({"startup": entry, "00_welcome": entry}))
+    (tmp_path / "startup").mkdir()
+    (tmp_path / "startup" / "startup.json").write_text(json.dumps(
+        {"num_workers": 2, "num_ps": 1, "repeats": 3, "import_tensorflow_s": 2.7, "cluster_ready_s": 3.73, "ratio": 1.38,
+         "machine": {"cores": 2, "memory_gib": 23.5, "platform": "Linux", "versions": {"tensorflow": "2.21.0"}}}))
+    (tmp_path / "notebooks" / "00_welcome").mkdir(parents=True)
+    (tmp_path / "notebooks" / "00_welcome" / "results.csv").write_text(
+        "point,status,error,seconds,peak_memory_mb,environment_ok\n00,ok,,11.2,819,True\n")
+    text = measurements.page()
+    assert "- **Load average** at the start of each measurement: 0.50 to 0.50" in text
+    assert "| ratio, start-to-ready ÷ bare import | 1.38 |" in text
+    assert measured_row("00_welcome", text) == (11 / 60, "0.8")  # the page rounds to whole seconds
+    assert "| `environment_ok` | True |" in text
+    assert "| `01_tf_config_and_cluster` | not measured yet |" in text

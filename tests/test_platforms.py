@@ -1,4 +1,4 @@
-"""The README's platform table agrees with scripts/check_platforms.py, and the kit works without `ss`."""
+"""docs/install.md's platform table agrees with scripts/check_platforms.py, and the kit works without `ss`."""
 import os
 import subprocess
 import sys
@@ -18,13 +18,13 @@ def test_the_platform_check_asks_for_every_pin_of_pyproject():
     assert "tensorflow==2.21.0" in pins and all("==" in pin for pin in pins)
 
 
-def test_the_readme_table_lists_every_checked_platform_as_the_check_expects():
-    readme = (ROOT / "README.md").read_text()
-    rows = [line for line in readme[readme.index("## Platforms"):].splitlines() if line.startswith("| ")]
+def test_the_install_page_lists_every_checked_platform_as_the_check_expects():
+    page = (ROOT / "docs" / "install.md").read_text()
+    rows = [line for line in page[page.index("## Platforms"):].splitlines() if line.startswith("| ")]
     for name, (label, _, installs) in check_platforms.PLATFORMS.items():
         row = next((row for row in rows if row.startswith(f"| {label} |")), None)
-        assert row is not None, f"the README's platform table has no row for {name} ({label})"
-        assert ("**none**" not in row) == installs, f"the README row for {name} disagrees with the check: {row}"
+        assert row is not None, f"docs/install.md's platform table has no row for {name} ({label})"
+        assert ("**none**" not in row) == installs, f"the docs/install.md row for {name} disagrees with the check: {row}"
 
 
 @pytest.fixture
