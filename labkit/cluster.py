@@ -1,14 +1,15 @@
 """LocalCluster: a real parameter-server cluster made of local processes.
 
 Every task (each worker, each parameter server) is its own OS process running
-``python -m labkit.server``, configured only by its own TF_CONFIG, exactly as
+``python -m labkit.runtime.server``, configured only by its own TF_CONFIG, exactly as
 on a real machine. The process that owns the LocalCluster is the coordinator.
 
-No orphans: each task is a ``labkit.children`` process, which exits when its
+No orphans: each task is a ``labkit.runtime.children`` process, which exits when its
 stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
-with the same name starts. ``labkit.processes`` starts, waits for and stops them.
+with the same name starts. ``labkit.runtime.processes`` starts, waits for and stops them.
 """
+import contextlib
 import html
 import json
 import os
@@ -21,7 +22,7 @@ from pathlib import Path
 import portpicker
 import psutil
 
-from labkit import children, processes, tfconfig, tfruntime
+from labkit.runtime import children, processes, tfconfig, tfruntime
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
@@ -301,15 +302,13 @@ class LocalCluster:
     # ----- internals --------------------------------------------------------
     def _assign_ports(self):
         self.chief_port = pick_port() if self.chief else None
-        roles = [("ps", i) for i in range(self.num_ps)] + [("worker", i) for i in range(self.num_workers)]
-        self.tasks = [Task(kind, index, pick_port(), self.log_dir / f"{kind}-{index}.log")
-                      for kind, index in roles]
+        tasks = [("ps", i) for i in range(self.num_ps)] + [("worker", i) for i in range(self.num_workers)]
+        self.tasks = [Task(task_type, index, pick_port(), self.log_dir / f"{task_type}-{index}.log")
+                      for task_type, index in tasks]
 
     def _launch(self, task):
-        env = dict(os.environ, TF_CONFIG=json.dumps(self.tf_config(task.name)),
-                   PYTHONUNBUFFERED="1")
-        with open(task.log_path, "ab") as log:
-            task.process = children.start("labkit.server", env=env, stdout=log)
+        task.process = children.start_program("labkit.runtime.server", tf_config=self.tf_config(task.name),
+                                              log_path=task.log_path)
         task.started_at = time.monotonic()
 
     def _wait_until_serving(self, tasks):
@@ -323,17 +322,23 @@ class LocalCluster:
         processes.stop([task.process for task in self.tasks if task.process])
 
     def _state_file(self):
-        return STATE_DIR / f"{self.name}-{os.getpid()}.json"
+        return state_path(self.name, os.getpid())
 
     def _write_state(self):
         """Record this cluster for `labkit status` in other processes."""
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
+                 "cluster": self.cluster_spec,
                  "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
         # Written aside, then renamed: a reader (`labkit status`) sees the old file or the new, never half.
         with tempfile.NamedTemporaryFile("w", dir=STATE_DIR, suffix=".tmp", delete=False) as file:
             json.dump(state, file, indent=1)
         os.replace(file.name, self._state_file())
+
+
+def state_path(name, owner_pid):
+    """Where the cluster ``name`` of process ``owner_pid`` is recorded for other processes."""
+    return STATE_DIR / f"{name}-{owner_pid}.json"
 
 
 def running_clusters():
@@ -350,4 +355,35 @@ def running_clusters():
     return found
 
 
-__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "running_clusters"]
+def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
+    """Stop the task processes of a cluster that another process owns (a dict of ``running_clusters()``).
+
+    The owner (a notebook's kernel, ``labkit up``) keeps running: only its tasks stop, as if
+    each had been killed. Returns the names of the tasks that were still running.
+    """
+    running = {task["task"]: psutil.Process(task["pid"]) for task in state["tasks"] if _serving_task(task["pid"])}
+    for send in ("terminate", "kill"):
+        for process in running.values():
+            with contextlib.suppress(psutil.Error):
+                getattr(process, send)()
+        try:  # a stopped task stays a zombie until its owner reaps it: that counts as stopped
+            processes.wait_until(lambda: not any(_serving_task(p.pid) for p in running.values()),
+                                 grace_seconds, "the tasks to exit")
+            break
+        except TimeoutError:
+            continue
+    state_path(state["name"], state["owner_pid"]).unlink(missing_ok=True)
+    return list(running)
+
+
+def _serving_task(pid):
+    """True if ``pid`` is a running (not zombie) ``labkit.runtime.server`` task, not another program that got the pid."""
+    try:
+        process = psutil.Process(pid) if pid else None
+        return bool(process) and process.status() != psutil.STATUS_ZOMBIE and "labkit.runtime.server" in process.cmdline()
+    except psutil.Error:
+        return False
+
+
+__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "running_clusters",
+           "stop_recorded"]

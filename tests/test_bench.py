@@ -14,7 +14,7 @@ import pytest
 from labkit import bench, traffic
 from labkit.bench import metering
 
-LABKIT = [sys.executable, "-m", "labkit.cli"]
+LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 TINY_GRID = ["--workers", "1", "--ps", "1", "--steps-per-closure", "1", "10", "--models", "mlp", "--batch-sizes", "64",
              "--repeats", "2", "--min-steps", "20", "--target-accuracy", "0.5"]
 
@@ -67,6 +67,7 @@ def test_each_ratio_divides_by_the_baseline_measured_beside_its_cluster_shape():
     assert [r["ratio_to_single_process"] for r in rows] == [1.0, 0.5, 1.0, 1.0]
 
 
+@pytest.mark.cluster
 def test_one_cli_runs_both_benchmarks():
     done = labkit("bench", "--help")
     assert done.returncode == 0 and "startup" in done.stdout
@@ -97,6 +98,7 @@ def test_plan_varies_each_axis_around_the_base_point():
     (["--repeats", "1"], "repeats must be a whole number >= 2"),
     (["--target-accuracy", "85"], "target_accuracy must be in (0, 1]"),
 ])
+@pytest.mark.cluster
 def test_bad_input_says_what_is_wrong_and_how_to_fix_it(flags, message):
     done = labkit("bench", *flags)
     assert done.returncode != 0
@@ -117,7 +119,7 @@ def tiny_sweep(tmp_path_factory):
     return out, done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     out, printed = tiny_sweep
     with open(out / "results.csv") as file:
@@ -138,7 +140,7 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     assert "single-process" in printed and "saved" in printed
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep):
     out, _ = tiny_sweep
     document = json.loads((out / "results.json").read_text())
@@ -149,13 +151,13 @@ def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep)
     for row in on_cluster:
         assert set(row["cpu_per_task"]) == {"coordinator", "ps:0", "worker:0"}
         assert row["cpu_workers"] > 0 and row["cpu_ps"] > 0
-        assert row["analytic_bytes_per_step"] == 2 * row["parameter_bytes"]
+        assert row["analytic_bytes_per_step"] == 2 * row["model_bytes"]
         if row["measured_pull_bytes_per_step"] is not None:  # `ss` available: the sockets saw ~M each way
-            assert 0.8 < row["measured_pull_bytes_per_step"] / row["parameter_bytes"] < 1.5
-            assert 0.8 < row["measured_push_bytes_per_step"] / row["parameter_bytes"] < 1.5
+            assert 0.8 < row["measured_pull_bytes_per_step"] / row["model_bytes"] < 1.5
+            assert 0.8 < row["measured_push_bytes_per_step"] / row["model_bytes"] < 1.5
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_plots_a_png(tiny_sweep):
     out, _ = tiny_sweep
     png = (out / "sweep.png").read_bytes()

@@ -1,4 +1,5 @@
 """load_mnist gives real MNIST and says where it came from."""
+import os
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +143,23 @@ def test_shard_files_round_trip_and_split_between_workers(tmp_path):
         write_shards((x, y), tmp_path, num_shards=0)
 
 
+def test_shared_shards_are_written_once_and_found_again_by_a_restarted_writer(tmp_path):
+    from labkit.data import shared_shards
+
+    x, y = np.arange(60, dtype="float32").reshape(30, 2), np.arange(30)
+    stale = tmp_path / f".{shared_shards((x, y), tmp_path / 'probe', 2)[0].split('/')[-2]}.{os.getpid()}"
+    stale.mkdir()  # what a writer that died half-way leaves behind
+    (stale / "shard-00000-of-00002.tfrecord").write_bytes(b"half")
+    paths = shared_shards((x, y), tmp_path, num_shards=2)
+    assert [Path(path).name for path in paths] == ["shard-00000-of-00002.tfrecord", "shard-00001-of-00002.tfrecord"]
+    assert not stale.exists()
+    written = [Path(path).stat().st_mtime_ns for path in paths]
+    assert shared_shards((x, y), tmp_path, num_shards=2) == paths  # found, not written again
+    assert [Path(path).stat().st_mtime_ns for path in paths] == written
+    assert Path(shared_shards((x, y), tmp_path, num_shards=3)[0]).parent != Path(paths[0]).parent
+    assert Path(shared_shards((x, y + 1), tmp_path, num_shards=2)[0]).parent != Path(paths[0]).parent
+
+
 def test_the_notebook_03_checks_reject_wrong_results():
     from labkit import checks
 
@@ -197,7 +215,7 @@ def test_the_lookup_check_rejects_deduplicated_or_whole_table_traffic():
 
 def test_the_notebook_02_checks_reject_wrong_results():
     from labkit import checks
-    from labkit.snippets import ProgramResult
+    from labkit.tools.snippets import ProgramResult
 
     checks.fit_ran_every_input({"DatasetCreator": 5, "tf.data.Dataset": 5}, steps_per_epoch=5)
     with pytest.raises(AssertionError, match="got {'tf.data.Dataset': 0}"):

@@ -1,12 +1,15 @@
-"""Tests for labkit.tfconfig: every bad TF_CONFIG gets its own clear error."""
+"""Tests for labkit.runtime.tfconfig: every bad TF_CONFIG gets its own clear error."""
 
 import json
+import os
 import shlex
+import sys
+from pathlib import Path
 
 import pytest
 
-from labkit import tfconfig
-from labkit.tfconfig import TFConfigError
+from labkit.runtime import tfconfig
+from labkit.runtime.tfconfig import TFConfigError
 
 CLUSTER = {
     "chief": ["localhost:2222"],
@@ -140,6 +143,15 @@ BAD_INPUTS = [
     # unknown top-level key, with a suggestion
     pytest.param(make(clusters={}), ["unknown top-level key 'clusters'", "Did you mean 'cluster'?"],
                  id="22-unknown-top-level-key"),
+    # a TFJob's replica type names where TF_CONFIG has the lower-case task types
+    pytest.param(make(task={"type": "PS", "index": 0}), ["unknown task type 'PS'", "Did you mean 'ps'?"],
+                 id="23-tfjob-replica-type-as-task-type"),
+    pytest.param(make(cluster_with(worker=None, Worker=["localhost:2223"])),
+                 ["unknown job 'Worker'", "Did you mean 'worker'?"], id="23-tfjob-replica-type-as-job"),
+    # what a TFJob with enableDynamicWorker sets
+    pytest.param({"sparseCluster": {"ps": ["pslab-ps-0.default.svc:2222"], "worker": {"0": "pslab-worker-0.default.svc:2222"}},
+                  "task": WORKER_0}, ['"sparseCluster" instead of "cluster"', "Remove enableDynamicWorker"],
+                 id="24-tfjob-sparse-cluster"),
 ]
 
 
@@ -175,6 +187,59 @@ def test_tfconfig_error_is_a_value_error():
 def test_good_input_is_accepted(tf_config):
     assert tfconfig.validate(tf_config) == tf_config
     assert tfconfig.validate(json.dumps(tf_config)) == tf_config
+
+
+# What the Kubeflow Training Operator sets in a TFJob's Pods (its tensorflow.go, genTFConfigJSONStr):
+# lower-case task types, each task's headless Service in its namespace, and "environment": "cloud".
+OPERATOR_CLUSTER = {"chief": ["pslab-chief-0.lab.svc:2222"], "ps": ["pslab-ps-0.lab.svc:2222"],
+                    "worker": ["pslab-worker-0.lab.svc:2222", "pslab-worker-1.lab.svc:2222"]}
+
+
+@pytest.mark.parametrize("task", [{"type": "chief", "index": 0}, {"type": "ps", "index": 0},
+                                  {"type": "worker", "index": 1}, {"type": "evaluator", "index": 0}])
+def test_the_tf_config_of_a_tfjob_pod_is_accepted_and_explained(task):
+    config = json.dumps({"cluster": OPERATOR_CLUSTER, "task": task, "environment": "cloud"})
+    assert tfconfig.validate(config)["task"] == task
+    marked = [line for line in tfconfig.explain(config).splitlines() if "<- this process" in line]
+    if task["type"] == "evaluator":  # the operator leaves the evaluator out of the cluster, as TensorFlow wants
+        assert marked == ["evaluator 0      (not in the cluster)         <- this process"]
+    else:
+        assert marked[0].split()[:3] == [task["type"], str(task["index"]),
+                                         OPERATOR_CLUSTER[task["type"]][task["index"]]]
+
+
+@pytest.mark.cluster
+def test_labkit_server_starts_from_the_tf_config_a_tfjob_pod_gets(tmp_path):
+    """The ps container of an exported TFJob, started as the Pod would start it: its command and
+    environment, and the TF_CONFIG the operator sets. Its server needs only its own port; the
+    Services' names are looked up by the tasks that connect, so none resolves here, and none needs to."""
+    from labkit.deploy import kubernetes
+    from labkit.runtime import children, processes
+    from labkit.cluster import pick_port
+
+    port = pick_port()
+    tfjob = next(item for item in kubernetes.tfjob_manifests(
+        {"chief": ["a:2222"], "ps": ["b:2222"], "worker": ["c:2222", "d:2222"]}, "pslab:0.1") if item["kind"] == "TFJob")
+    containers = {replica_type: spec["template"]["spec"]["containers"][0]
+                  for replica_type, spec in tfjob["spec"]["tfReplicaSpecs"].items()}
+    for container in containers.values():  # a free port here; the operator takes it from the tfjob-port
+        container["ports"][0]["containerPort"] = port
+    config = kubernetes.operator_tf_config(tfjob, "ps", 0, namespace="lab")
+    assert config == {"cluster": {job: [address.replace(":2222", f":{port}") for address in addresses]
+                                  for job, addresses in OPERATOR_CLUSTER.items()},
+                      "task": {"type": "ps", "index": 0}, "environment": "cloud"}
+    env = {variable["name"]: variable["value"] for variable in containers["PS"]["env"]}
+    log = tmp_path / "ps.log"
+    with open(log, "wb") as output:
+        ps = children.start_command(containers["PS"]["command"], stdout=output, env=os.environ | env | {
+            "TF_CONFIG": json.dumps(config),  # and "python" is this Python, as in the image
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
+    try:
+        processes.wait_until_serving(ps, log, port=port, name="the TFJob's ps")  # it listens and accepts
+        processes.wait_until(lambda: f"ps:0 serving at pslab-ps-0.lab.svc:{port}" in log.read_text(), 30,
+                             "the ps to say where it serves")
+    finally:
+        processes.stop([ps])
 
 
 def test_build_round_trips_through_json_and_validate():
@@ -245,7 +310,7 @@ def test_host_plan_gives_each_task_its_command():
     assert [entry["port"] for entry in plan] == [2222] * 4
     for entry in plan:
         job, index = tfconfig.parse_task(entry["task"])
-        program = "python my_training.py --epochs 3" if job == "chief" else "python -m labkit.server"
+        program = "python my_training.py --epochs 3" if job == "chief" else "python -m labkit.runtime.server"
         assert entry["command"].endswith(" " + program)
         words = shlex.split(entry["command"])
         assert words[0].startswith("TF_CONFIG=")

@@ -8,8 +8,9 @@ from labkit import traffic
 from labkit.bench.metering import Meter, run_custom, run_fit
 from labkit.bench.plan import interval_steps
 from labkit.bench.stats import first_reaching, spread
-from labkit.bench.workloads import Data, parameter_bytes, workload
+from labkit.bench.workloads import Data, model_bytes, workload
 from labkit.cluster import LocalCluster
+from labkit.progress import ProgressLines
 
 
 def result_row(point, work, meter, steps, accuracies, target_accuracy):
@@ -18,8 +19,8 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     wall = sum(meter.seconds)
     reached = first_reaching([a if a is not None else -1 for a in accuracies], target_accuracy)
     steps_to_target = (reached + 1) * steps if reached is not None else None
-    M = parameter_bytes(work.model)
-    row = {**asdict(point), "parameter_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
+    M = model_bytes(work.model)
+    row = {**asdict(point), "model_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
            **{f"steps_per_s_{k}": v for k, v in steps_per_s.items()},
            **{f"samples_per_s_{k}": v * point.batch_size for k, v in steps_per_s.items()},
            "final_accuracy": accuracies[-1], "steps_to_target": steps_to_target,
@@ -73,7 +74,6 @@ def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_s
     Variables of at least ``min_shard_bytes`` are sharded over the parameter servers.
     """
     import tensorflow as tf
-    from tqdm.auto import tqdm
 
     data = data or Data({p.model for p in points})
     baselines = [p for p in points if p.loop == "single-process"]
@@ -84,23 +84,23 @@ def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_s
               for shape, group in shapes}
     rows = []
     total = sum(len(group) + len(beside[shape]) for shape, group in shapes)
-    with tqdm(total=total, desc="bench", unit="point") as bar:
-        for (workers, ps), group in shapes:
-            with LocalCluster(workers, ps, name="bench") as cluster:
-                partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
-                strategy = cluster.strategy(variable_partitioner=partitioner)
-                coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-                for point in beside[(workers, ps)] + group:
-                    if point.loop == "single-process":
-                        bar.set_postfix_str(f"{point.model} single process, beside {workers}w {ps}ps")
-                        row = measure_single_process(point, data, repeats, min_steps, target_accuracy)
-                    else:
-                        bar.set_postfix_str(f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}")
-                        row = measure_on_cluster(point, cluster, strategy, coordinator, data,
-                                                 repeats, min_steps, target_accuracy)
-                    gc.collect()  # free this point's functions while their workers still run
-                    rows.append({**row, "beside_workers": workers, "beside_ps": ps})
-                    bar.update()
+    progress = ProgressLines(total, "bench", unit="point", every_seconds=0)  # a line per point measured
+    for (workers, ps), group in shapes:
+        with LocalCluster(workers, ps, name="bench") as cluster:
+            partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
+            strategy = cluster.strategy(variable_partitioner=partitioner)
+            coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+            for point in beside[(workers, ps)] + group:
+                if point.loop == "single-process":
+                    row = measure_single_process(point, data, repeats, min_steps, target_accuracy)
+                    measured = f"{point.model} single process, beside {workers}w {ps}ps"
+                else:
+                    row = measure_on_cluster(point, cluster, strategy, coordinator, data,
+                                             repeats, min_steps, target_accuracy)
+                    measured = f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}"
+                gc.collect()  # free this point's functions while their workers still run
+                rows.append({**row, "beside_workers": workers, "beside_ps": ps})
+                progress.line(len(rows), measured=measured)
     return add_ratios(rows)
 
 

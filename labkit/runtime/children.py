@@ -3,15 +3,16 @@
 The parent keeps the write end of each child's stdin pipe and never writes to it.
 However the parent ends (exit, exception, Ctrl-C, SIGKILL, a killed kernel), the
 operating system closes that pipe; the child, blocked reading stdin in a thread,
-sees end-of-file and exits at once. (``labkit.processes`` stops them, waits for
+sees end-of-file and exits at once. (``labkit.runtime.processes`` stops them, waits for
 them and reads their logs.)
 """
+import json
 import os
 import subprocess
 import sys
 import threading
 
-from labkit import processes
+from labkit.runtime import processes
 
 # Set by start(): only a child whose stdin is that pipe may treat end-of-file as "parent gone".
 # Run by hand (stdin a terminal, or /dev/null under nohup), a labkit program must not exit.
@@ -27,12 +28,28 @@ def start(module, *arguments, env=None, stdout=subprocess.PIPE, stderr=subproces
     return start_command([sys.executable, "-m", module, *arguments], env=env, stdout=stdout, stderr=stderr)
 
 
+def start_program(module, *arguments, log_path, tf_config=None, read_stdout=False, env=None):
+    """Start labkit program ``module`` (``python -m module arguments...``) as a child that exits with this one.
+
+    ``tf_config`` (a dict) becomes its TF_CONFIG. Its output is appended to ``log_path``; with
+    ``read_stdout``, only its stderr is, and its stdout is read as text from ``process.stdout``
+    (a program whose printed lines are its results, such as the coordinator's timeline).
+    """
+    env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
+    if tf_config is not None:
+        env["TF_CONFIG"] = json.dumps(tf_config)
+    with open(log_path, "ab") as log:
+        if read_stdout:
+            return start(module, *arguments, env=env, stderr=log)
+        return start(module, *arguments, env=env, stdout=log)
+
+
 def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT):
     """Like ``start``, for any command that ends up running a labkit program (``sh run.sh``, say).
 
     Whatever it runs on the way (a shell, ``ip netns exec``) must pass on stdin and the
     environment, and should ``exec`` the program so that killing this process kills it.
-    Returns a ``labkit.processes.Process``; ``process.stop()`` stops it.
+    Returns a ``labkit.runtime.processes.Process``; ``process.stop()`` stops it.
     """
     env = dict(os.environ if env is None else env, **{STARTED_BY_PARENT: "1"})
     return processes.start_command(command, env=env, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr)

@@ -3,7 +3,7 @@
 From a cluster (job -> list of "host:port", the "cluster" part of TF_CONFIG) it writes
 ``plan.txt`` (what runs where, in which order, which ports to open) and, per host, one
 directory per task holding ``tf_config.json`` and ``run.sh``, the command from
-``tfconfig.host_plan``: ``python -m labkit.server`` for ps and workers, the training
+``tfconfig.host_plan``: ``python -m labkit.runtime.server`` for ps and workers, the training
 program for the chief. Copy a host's directory to that machine and run each ``run.sh``.
 
 ``start_task`` runs an exported task here (in a network namespace if given), which is
@@ -11,17 +11,17 @@ how notebook 09 and tests/test_multihost.py play several machines on one compute
 """
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 import yaml
 from tqdm.auto import tqdm
 
-from labkit import children, processes, tfconfig
+from labkit.runtime import children, loglines, processes, tfconfig
 
-# Machines share no disk: the training arrays travel inside the dataset function (--ship-arrays).
-DEFAULT_CHIEF_COMMAND = 'python -m labkit.coordinator --checkpoint-dir "$PWD/checkpoints" --ship-arrays'
+# Both directories on storage the hosts share: the chief writes the training shards into data/
+# once and each worker reads its own; for machines that share no disk, --ship-arrays instead.
+DEFAULT_CHIEF_COMMAND = 'python -m labkit.deploy.coordinator --checkpoint-dir "$PWD/checkpoints" --data-dir "$PWD/data"'
 CLUSTER_FILE_EXAMPLE = "chief: [10.0.0.9:2222]\nps: [10.0.0.1:2222]\nworker: [10.0.0.2:2222, 10.0.0.3:2222]"
 LOG_NAME = "task.log"  # each started task's output, in its directory, new at each start
 JOB_ORDER = ("ps", "worker", "chief")  # servers first: the chief connects to all of them
@@ -91,7 +91,11 @@ def format_plan(plan: list[dict]) -> str:
     for host, rule in firewall(plan).items():
         lines.append(f"  {host}: port {', '.join(map(str, rule['ports']))} to {_peers(rule)}")
     lines += ["", "Checkpoints: each ps task writes its own variables into the chief's checkpoint directory,",
-              "so that path must be on storage the chief and every ps host share (NFS, a bucket)."]
+              "so that path must be on storage the chief and every ps host share (NFS, a bucket).",
+              "Data: the chief writes the training set into its --data-dir once, one shard file per worker,",
+              "and each worker reads its own from the same path: storage every worker host shares too.",
+              "Hosts that share no disk: give --chief-command with --ship-arrays instead of --data-dir",
+              "(the arrays then travel to every task inside the traced dataset function)."]
     return "\n".join(lines)
 
 
@@ -147,7 +151,7 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
         with tqdm(total=num_steps, desc="chief: training steps") as progress:
             def finished():
                 exited = process.poll() is not None
-                saved = re.findall(r"step +([0-9]+)  checkpoint saved", log.read_text(errors="replace"))
+                saved = loglines.steps_with(loglines.CHECKPOINT_SAVED, log.read_text(errors="replace"))
                 progress.update(int(saved[-1]) - progress.n if saved else 0)
                 return exited
 

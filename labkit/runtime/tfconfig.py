@@ -3,6 +3,8 @@
 Every process of a cluster gets a JSON string in the TF_CONFIG environment variable.
 Its "cluster" part is the same everywhere (job name -> list of "host:port" addresses);
 its "task" part says which job and index this one process is, e.g. worker 1.
+What the Kubeflow Training Operator sets in a TFJob's Pods passes the same checks: lower-case
+task types, addresses ``<job>-<type>-<index>.<namespace>.svc:<port>`` and "environment": "cloud".
 """
 
 import difflib
@@ -35,8 +37,10 @@ class TFConfigError(ValueError):
     """A TF_CONFIG that TensorFlow would reject or misread; the message says how to fix it."""
 
 
-def _did_you_mean(name, choices):
-    close = difflib.get_close_matches(str(name), choices, n=1)
+def did_you_mean(name, choices):
+    """The hint " Did you mean 'x'?" for the choice closest to ``name`` (one differing only in case first), or ""."""
+    same_but_case = [choice for choice in choices if choice.lower() == str(name).lower()]
+    close = same_but_case or difflib.get_close_matches(str(name), choices, n=1)
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
@@ -51,9 +55,13 @@ def build(cluster: dict[str, list[str]], task_type: str, task_index: int) -> dic
 def validate(tf_config: dict | str) -> dict:
     """Check a TF_CONFIG (a dict or the JSON string from the environment); return it as a dict."""
     config = _parse(tf_config)
+    if "sparseCluster" in config:
+        raise TFConfigError('TF_CONFIG has "sparseCluster" instead of "cluster": a TFJob with enableDynamicWorker '
+                            "writes it, and ParameterServerStrategy needs every task listed. Remove "
+                            "enableDynamicWorker from the TFJob.")
     for key in config:
         if key not in TOP_LEVEL_KEYS:
-            hint = _did_you_mean(key, TOP_LEVEL_KEYS)
+            hint = did_you_mean(key, TOP_LEVEL_KEYS)
             raise TFConfigError(f"unknown top-level key {key!r} in TF_CONFIG.{hint} "
                                 f"Allowed keys are {', '.join(TOP_LEVEL_KEYS)}; remove the others.")
     for key in ("cluster", "task"):
@@ -93,7 +101,7 @@ def _check_cluster(cluster):
                                 'cluster. Remove it here and give the evaluator process its own TF_CONFIG '
                                 'whose task type is "evaluator".')
         if job not in CLUSTER_JOBS:
-            raise TFConfigError(f"unknown job {job!r} in \"cluster\".{_did_you_mean(job, CLUSTER_JOBS)} "
+            raise TFConfigError(f"unknown job {job!r} in \"cluster\".{did_you_mean(job, CLUSTER_JOBS)} "
                                 f"Job names are {', '.join(CLUSTER_JOBS)}.")
         if not isinstance(addresses, list) or not addresses or not all(isinstance(a, str) for a in addresses):
             raise TFConfigError(f'job {job!r} must be a non-empty list of "host:port" strings, '
@@ -157,7 +165,7 @@ def _check_task(task, cluster):
             raise TFConfigError(f'"task" is missing "{key}". It names this process, e.g. {EXAMPLE_TASK}.')
     task_type, index = task["type"], task["index"]
     if task_type not in TASK_TYPES:
-        raise TFConfigError(f"unknown task type {task_type!r}.{_did_you_mean(task_type, TASK_TYPES)} "
+        raise TFConfigError(f"unknown task type {task_type!r}.{did_you_mean(task_type, TASK_TYPES)} "
                             f"Task types are {', '.join(TASK_TYPES)}.")
     if type(index) is not int or index < 0:
         raise TFConfigError(f"task index {index!r} must be a non-negative integer such as 0 "
@@ -188,7 +196,7 @@ def explain(tf_config: dict | str) -> str:
     if task_type == "evaluator":
         rows.append(("evaluator", task_index, "(not in the cluster)"))
     width = max(len(address) for _, _, address in rows)
-    lines = [f"{'role':<10}{'index':<7}address"]
+    lines = [f"{'type':<10}{'index':<7}address"]
     for job, index, address in rows:
         marker = "  <- this process" if (job, index) == (task_type, task_index) else ""
         lines.append(f"{job:<10}{index:<7}{address:<{width}}{marker}".rstrip())
@@ -210,7 +218,7 @@ def host_plan(cluster: dict[str, list[str]], chief_command: str = "python train.
         job, index = parse_task(name)
         host, port = _split_address(cluster[job][index])
         tf_config = json.dumps(config)
-        program = chief_command if job == "chief" else "python -m labkit.server"
+        program = chief_command if job == "chief" else "python -m labkit.runtime.server"
         plan.append({"task": name, "host": host, "port": port, "tf_config": tf_config,
                      "command": f"TF_CONFIG={shlex.quote(tf_config)} {program}"})
     return plan
@@ -235,6 +243,6 @@ def parse_task(name: str) -> tuple[str, int]:
         raise TFConfigError(f"task name {name!r} is not of the form job:index. Write it like 'worker:1'.")
     job, index = match.group(1), int(match.group(2))
     if job not in TASK_TYPES:
-        raise TFConfigError(f"unknown job {job!r} in task name {name!r}.{_did_you_mean(job, TASK_TYPES)} "
+        raise TFConfigError(f"unknown job {job!r} in task name {name!r}.{did_you_mean(job, TASK_TYPES)} "
                             f"Job names are {', '.join(TASK_TYPES)}.")
     return job, index
