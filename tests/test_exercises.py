@@ -127,8 +127,11 @@ spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
         return seconds
 """, "checks.timed_the_cluster(", "has no warm-up"),
         WrongAnswer("beyond_spread = {}", """
-beyond_spread = {more: max(seconds_by_workers[more]) < min(seconds_by_workers[fewer])
-                 for fewer, more in zip(counts, counts[1:])}
+counts = sorted(seconds_by_workers)
+beyond_spread = {}
+for fewer, more in zip(counts, counts[1:]):  # keyed (more, fewer)
+    a, b = seconds_by_workers[fewer], seconds_by_workers[more]
+    beyond_spread[(more, fewer)] = max(a) < min(b) or max(b) < min(a)
 """, "checks.beyond_spread(", "one per pair of consecutive worker counts"),
         WrongAnswer("figure, axis = plt.subplots", """
 axis.plot(list(seconds_by_workers.values()), marker="o")
