@@ -13,7 +13,8 @@ claims nothing: the version counts applied updates only.
 
 Ways to inject and to bound staleness, all on the PS:
 
-- ``delay=D``: a buffer holds each gradient back, D updates exactly (one worker: tau = D);
+- ``delay=D``: a buffer holds each gradient back, D updates exactly (one worker: tau = D once
+  the first D updates have landed; theirs is 0, 1, ..., D - 1);
   with ``random_delay=True`` each arrival releases a random waiting gradient instead
   (one worker: tau geometric with mean D), since real delays vary.
 - ``ssp_bound=s``: stale synchronous parallel (Ho et al., NIPS 2013). Each worker has a
