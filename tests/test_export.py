@@ -48,6 +48,7 @@ def test_the_plan_says_where_each_task_runs_which_ports_to_open_and_the_security
     assert "open port 2223" in worker_run and "no authentication" in worker_run
 
 
+@pytest.mark.cluster
 def test_the_cli_prints_the_plan_and_writes_the_same_files_from_flags_or_a_file(tmp_path):
     from_flags = labkit_export(*FLAGS, "--out", str(tmp_path / "flags"))
     assert from_flags.returncode == 0, from_flags.stderr
@@ -74,6 +75,7 @@ def test_the_cli_prints_the_plan_and_writes_the_same_files_from_flags_or_a_file(
     pytest.param(["--cluster", "missing.yaml", "--chief", "10.0.0.9:2222"], "exactly one of the two", id="both"),
     pytest.param(["--cluster", "missing.yaml"], "No such file or directory. Check the path", id="missing-file"),
 ])
+@pytest.mark.cluster
 def test_bad_input_is_a_clear_error_and_writes_nothing(args, message, tmp_path):
     done = labkit_export(*args, "--out", str(tmp_path / "out"))
     assert done.returncode != 0 and message in done.stderr and done.stderr.startswith("labkit export: ")

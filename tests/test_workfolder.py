@@ -62,6 +62,7 @@ def test_git_ignores_every_file_of_the_work_folder_and_pytest_looks_only_in_test
     assert options["testpaths"] == ["tests"], "make test must not collect learners' copies in work/"
 
 
+@pytest.mark.notebook
 def test_make_lab_small_starts_jupyterlab_whose_kernels_use_the_offline_subset(monkeypatch, tmp_path):
     """The kernels JupyterLab starts inherit its environment, so `make lab-small`'s variable reaches them,
     and they use the subset though (a tiny stand-in for) full MNIST is cached."""
