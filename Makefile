@@ -1,78 +1,106 @@
-# PS Lab: two commands do everything.
-#   make lab    install into .venv (first time only) and open JupyterLab on notebooks/
-#   make test   install if needed, then run every test
+# PS Lab: `make lab` and `make test` are all a learner needs; `make help` lists every target.
+# A target's line in `make help` is its `## ` comment.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+TEST_STAMP := $(VENV)/.test-installed-stamp
 KERNEL := pslab
-
+# The learner's copies of notebooks/ and exercises/ (git ignores it; see labkit/workfolder.py).
+WORK   := work
 WHEELHOUSE := wheelhouse
 
-.PHONY: lab test test-defaults install kernel bench bench-report clean-runs exercises \
-	check-setup check-platforms test-offline-install
+.DEFAULT_GOAL := help
+.PHONY: help lab lab-small test test-fast test-defaults install install-test kernel exercises doctor bench \
+	bench-report bench-startup measurements docs site check-platforms test-offline-install learner-bundle clean-runs
 
-install: $(STAMP)
+help: ## list the targets, one line each
+	@echo "PS Lab: make lab to start, make test to check everything. Targets:"
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z_-]+:[^#]*## / {printf "  make %-21s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+install: $(STAMP) ## create .venv with the pinned stack and register the "PS Lab" kernel (once)
 
 # With a wheelhouse (`make wheelhouse`), install from it alone: no network needed.
 PIP_SOURCE = $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE))
 
-# Re-install whenever the pinned dependencies change.
+# Re-install whenever the pinned dependencies change. A learner's install is the kit alone;
+# `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet $(PIP_SOURCE) -e .
 	$(MAKE) kernel
 	touch $(STAMP)
 
-# The kit's Jupyter kernel sets the same environment `import labkit` sets.
-kernel:
+install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test" extra)
+
+# The wheelhouse holds the learner's wheels: the test tools may still come from the index.
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE)) -e '.[test]'
+	touch $(TEST_STAMP)
+
+kernel: ## (re)register the "PS Lab" Jupyter kernel with the kit's environment variables
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) \
 	  --display-name "PS Lab (TensorFlow 2.21)" \
 	  --env TF_USE_LEGACY_KERAS 1 --env GRPC_FAIL_FAST use_caller --env TF_CPP_MIN_LOG_LEVEL 2
 
 # Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels.
 # Jupyter refuses to run as root (containers, CI machines) unless told it may.
+# The first run copies notebooks/ and exercises/ into $(WORK)/; later runs copy only missing files.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: install
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks
+lab: install ## install if needed, copy the notebooks into work/ (once) and open JupyterLab there
+	$(PY) -m labkit.workfolder $(WORK)
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=$(WORK) --LabApp.default_url=/lab/tree/notebooks
 
-# One process: 12-15 min on 2 cores. `$(PY) -m pytest -n 2 --dist loadfile` (pytest-xdist) was faster
-# before, but under its load a timing-sensitive check failed in three of five runs (see README, Tests).
-test: install
-	$(PY) -m pytest
+# The kernels inherit the variable from JupyterLab.
+lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
+	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-# Every notebook with its learner defaults, as a learner runs it (longer than `make test`).
-test-defaults: install
+test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
+	$(PY) -m pytest -n 2 --dist loadfile
+
+test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
+	$(PY) -m pytest -m unit -n 2
+
+test-defaults: install-test ## run every notebook with its learner defaults, as a learner runs it
 	$(PY) -m pytest notebooks
 
-# exercises/ is generated: run this after editing a notebook in solutions/.
-exercises: install
+exercises: install ## regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise)
 	$(PY) -m labkit.exercises
 
-bench: install
-	$(PY) -m labkit.cli bench startup
-
-# The performance sweep through notebook 08 (papermill): executed notebook, CSV/JSON, plot.
-bench-report: install
-	$(PY) -m labkit.cli bench --report --out runs/bench/report
-
-# The workshop pre-flight: one PASS/WARN/FAIL line per item, then a real 1-worker/1-ps cluster trains.
-check-setup: install
+doctor: install ## the workshop pre-flight: labkit doctor --workshop
 	$(PY) -m labkit.cli doctor --workshop
 
-# Does the pinned stack resolve on every platform the README names? (asks the registry; minutes)
-check-platforms:
+bench: install ## the speed sweep: labkit bench (results in runs/bench/sweep)
+	$(PY) -m labkit.cli bench --out runs/bench/sweep
+
+bench-report: install ## the speed sweep through notebook 08: labkit bench --report
+	$(PY) -m labkit.cli bench --report --out runs/bench/report
+
+bench-startup: install ## cluster start-up against a bare TensorFlow import: labkit bench startup
+	$(PY) -m labkit.cli bench startup
+
+measurements: install ## run every notebook, solution and benchmark; write docs/measurements.md (resumable)
+	$(PY) scripts/measurements.py
+
+docs: install ## regenerate docs/cli.md from the labkit command's parser
+	$(PY) scripts/cli_reference.py
+
+site: install ## build the HTML book of the executed notebooks into runs/site (needs the site extra)
+	$(PY) scripts/build_site.py
+
+check-platforms: ## ask the registry whether the pinned stack installs on every platform of docs/install.md
 	$(PYTHON) scripts/check_platforms.py
 
 # Every wheel `make install` needs, for this machine's platform and Python: copy the folder
 # (or the whole kit with it) to laptops without network, then `make lab` installs from it.
-$(WHEELHOUSE): pyproject.toml
+wheelhouse: pyproject.toml ## download every wheel the kit installs, for offline laptops
 	$(PYTHON) scripts/wheelhouse.py $(WHEELHOUSE)
 
-# Builds the wheelhouse, then installs from it into a fresh venv with every index disabled and
-# imports the stack there (network-heavy once, then about 2 minutes; not part of `make test`).
-test-offline-install: $(WHEELHOUSE)
+test-offline-install: wheelhouse ## install from the wheelhouse alone into a fresh venv, and check it
 	$(PYTHON) scripts/wheelhouse.py --check $(WHEELHOUSE)
 
-clean-runs:
+learner-bundle: ## the kit for learners: every tracked file except solutions/, with wheelhouse/ if built
+	$(PYTHON) scripts/learner_bundle.py --wheelhouse $(WHEELHOUSE) dist/pslab-learner.tar.gz
+
+clean-runs: ## delete runs/ (executed notebooks, benchmarks, screenshots)
 	rm -rf runs

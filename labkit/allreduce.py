@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -29,11 +28,11 @@ from pathlib import Path
 import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
 import psutil
 import tensorflow as tf
-from tqdm.auto import tqdm
 
 from labkit import children, models, processes, sharding, traffic, train
 from labkit.cluster import HOST, pick_port
 from labkit.data import current_worker_index, load_mnist, mnist_dataset_fn, power_law_ids
+from labkit.progress import ProgressLines
 from labkit.staleness import slowed
 
 MODELS = ("mlp", "embedding")
@@ -171,20 +170,27 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
     steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
     closures = plan.batches_per_interval // plan.steps_per_closure
     phases = {}
-    with tqdm(total=_total_samples(plan), desc="parameter servers", unit="sample") as bar:
-        for name, intervals, slow_worker in plan.phases:
-            iterator = train.per_worker_iterator(coordinator, plan.dataset_fn(data, slow_worker))
-            for _ in range(plan.num_workers):  # warm-up: tracing, each worker's first pulls
-                coordinator.schedule(steps, args=(iterator,))
+    samples = ProgressLines(_total_samples(plan), "parameter servers", unit="sample")
+    done = 0
+
+    def progress(count):
+        nonlocal done
+        done += count
+        samples.line(done)
+
+    for name, intervals, slow_worker in plan.phases:
+        iterator = train.per_worker_iterator(coordinator, plan.dataset_fn(data, slow_worker))
+        for _ in range(plan.num_workers):  # warm-up: tracing, each worker's first pulls
+            coordinator.schedule(steps, args=(iterator,))
+        coordinator.join()
+
+        def run_interval():
+            losses = [coordinator.schedule(steps, args=(iterator,)) for _ in range(closures)]
             coordinator.join()
+            return sum(float(loss.fetch()) for loss in losses) / closures
 
-            def run_interval():
-                losses = [coordinator.schedule(steps, args=(iterator,)) for _ in range(closures)]
-                coordinator.join()
-                return sum(float(loss.fetch()) for loss in losses) / closures
-
-            phases[name] = measure(run_interval, plan, intervals, plan.batches_per_interval, traffic.ps_pids(cluster),
-                                   evaluation(plan, model, data), bar.update)
+        phases[name] = measure(run_interval, plan, intervals, plan.batches_per_interval, traffic.ps_pids(cluster),
+                               evaluation(plan, model, data), progress)
     phases["held_bytes"] = _held_bytes(model, optimizer)
     return phases
 
@@ -214,11 +220,10 @@ def run_all_reduce(*plans, timeout=600.0, log_dir=None):
     workers = []
     try:
         for index in range(len(cluster["worker"])):
-            env = dict(os.environ, PYTHONUNBUFFERED="1", TF_CONFIG=json.dumps(tf_config(cluster, index)))
-            with open(log_dir / f"worker-{index}.log", "wb") as log:
-                workers.append(children.start("labkit.allreduce", *plan_arguments,
-                                              "--out", str(log_dir / f"worker-{index}.json"), env=env,
-                                              stdout=log, stderr=subprocess.STDOUT))
+            workers.append(children.start_program("labkit.allreduce", *plan_arguments,
+                                                  "--out", str(log_dir / f"worker-{index}.json"),
+                                                  tf_config=tf_config(cluster, index),
+                                                  log_path=log_dir / f"worker-{index}.log"))
         _wait(workers, log_dir, sum(_total_samples(plan) for plan in plans), timeout)
     finally:
         processes.stop(workers)
@@ -240,20 +245,20 @@ def tf_config(cluster, index):
 def _wait(workers, log_dir, total_samples, timeout):
     """Wait for every worker to exit 0, showing worker 0's progress; raise AllReduceError otherwise."""
     progress_log = log_dir / "worker-0.log"
-    with tqdm(total=total_samples, desc="all-reduce", unit="sample") as bar:
-        def all_finished():
-            bar.n = _samples_done(progress_log)
-            bar.refresh()
-            for index, worker in enumerate(workers):
-                if worker.poll() not in (None, 0):
-                    log = log_dir / f"worker-{index}.log"
-                    raise AllReduceError(f"all-reduce worker {index} exited with code {worker.returncode}. "
-                                         f"Last lines of {log}:\n{processes.log_tail(log)}")
-            return all(worker.returncode == 0 for worker in workers)
+    samples = ProgressLines(total_samples, "all-reduce", unit="sample")
 
-        processes.wait_until(all_finished, timeout, "the all-reduce workers to finish", interval=0.2,
-                             error=lambda message: AllReduceError(
-                                 f"{message}. Last lines of {progress_log}:\n{processes.log_tail(progress_log)}"))
+    def all_finished():
+        samples.line(_samples_done(progress_log))
+        for index, worker in enumerate(workers):
+            if worker.poll() not in (None, 0):
+                log = log_dir / f"worker-{index}.log"
+                raise AllReduceError(f"all-reduce worker {index} exited with code {worker.returncode}. "
+                                     f"Last lines of {log}:\n{processes.log_tail(log)}")
+        return all(worker.returncode == 0 for worker in workers)
+
+    processes.wait_until(all_finished, timeout, "the all-reduce workers to finish", interval=0.2,
+                         error=lambda message: AllReduceError(
+                             f"{message}. Last lines of {progress_log}:\n{processes.log_tail(progress_log)}"))
 
 
 def _samples_done(log_path):

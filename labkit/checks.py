@@ -1,12 +1,18 @@
 """Checks for the exercise and lesson notebooks: each failure says what is wrong and how to fix it.
 
 Every check looks at a real outcome (a server that answers, a model that learned,
-bytes that shrank, a checkpoint on disk) and fails with an ``AssertionError``.
+bytes that shrank, a checkpoint on disk) and fails with an ``AssertionError``; newer
+checks fail through ``require``, whose ``CheckFailed`` (an AssertionError) is raised
+under ``python -O`` too. The exercise checks observe the learner's work themselves
+(they re-run the learner's function, read restored variables): ``labkit grade`` re-runs
+the same check cells and trusts nothing a learner's code can set by hand.
 """
+import contextlib
 import json
 import math
 import os
 import statistics
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +26,21 @@ from labkit.processes import serving, wait_until
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 
 
+class CheckFailed(AssertionError):
+    """A check's verdict on the learner's work: what is wrong and how to fix it."""
+
+
+def require(condition, message):
+    """Fail the check with ``message`` unless ``condition`` holds (unlike ``assert``, also under ``python -O``)."""
+    if not condition:
+        raise CheckFailed(message)
+
+
 class Checklist:
-    """The checks of one exercise notebook, ticked off as their cells pass."""
+    """The checks of one exercise notebook, ticked off as their cells pass.
+
+    It only tells the learner where they are: ``labkit grade`` ignores it and runs the check cells itself.
+    """
 
     def __init__(self, exercise, checks):
         self.exercise, self.checks, self.done = exercise, list(checks), []
@@ -223,37 +242,56 @@ def dgc_beats_naive(dense_runs, dgc_runs, naive_runs, min_gain):
 # ----- exercise 3: checkpoints and recovery ----------------------------------------
 def checkpoint_saved(checkpoint_dir, step, checkpoint_every):
     """The latest checkpoint in ``checkpoint_dir`` is the last one due at or before ``step``."""
+    require(step is not None, "the parameter server was never killed: train_until must train past kill_step.")
     due = step // checkpoint_every * checkpoint_every
     latest = tf.train.latest_checkpoint(checkpoint_dir)
-    assert latest, (f"no checkpoint in {checkpoint_dir}: did train_until call manager.save() every "
+    require(latest, f"no checkpoint in {checkpoint_dir}: did train_until call manager.save() every "
                     "checkpoint_every steps?")
-    reader = tf.train.load_checkpoint(latest)
-    names = [name for name in reader.get_variable_to_shape_map() if name.startswith("optimizer/iter/")]
-    assert names, ("the checkpoint has no optimizer step counter: create it as "
-                   "tf.train.Checkpoint(model=job.model, optimizer=job.optimizer).")
-    saved = int(reader.get_tensor(names[0]))
-    assert saved == due, (f"training reached step {step} and the latest checkpoint holds step {saved}; with "
+    saved = _checkpoint_step(latest)
+    require(saved is not None, "the checkpoint has no optimizer step counter: checkpoint the job's model "
+                               "and optimizer, tf.train.Checkpoint(model=..., optimizer=...).")
+    require(saved == due, f"training reached step {step} and the latest checkpoint holds step {saved}; with "
                           f"checkpoint_every = {checkpoint_every} it should hold step {due}: save each time the "
                           f"step reaches a multiple of checkpoint_every, and only then.")
 
 
-def resumed_from_checkpoint(resumed_at, reached_step, checkpoint_every, steps_lost):
-    """Training restarted from the last checkpoint before the failure, and ``steps_lost`` counts what it cost."""
-    checkpoint_step = reached_step // checkpoint_every * checkpoint_every
-    assert resumed_at != 0 or checkpoint_step == 0, (
-        f"training started again from step 0, not from the checkpoint at step {checkpoint_step}: "
-        "did restore_latest call checkpoint.restore(manager.latest_checkpoint)?")
-    assert resumed_at == checkpoint_step, (f"training resumed at step {resumed_at}, but the last checkpoint "
-                                           f"before the failure was at step {checkpoint_step}: restore the latest one.")
-    assert steps_lost == reached_step - resumed_at, (
-        f"steps_lost is {steps_lost}, but training had reached step {reached_step} and resumed at "
-        f"{resumed_at}: the steps in between were done twice.")
+def _checkpoint_step(path):
+    """The optimizer step counter stored in the checkpoint at ``path``, or None if it has none."""
+    reader = tf.train.load_checkpoint(path)
+    names = [name for name in reader.get_variable_to_shape_map() if name.startswith("optimizer/iter/")]
+    return int(reader.get_tensor(names[0])) if names else None
+
+
+def recovered(job, failure, checkpoint_every):
+    """After the parameter server died under training (``failure``: a ``faults.KillAtStep``): it serves
+    again, ``job`` is a new job, and its step counter, read from the restored variables on the new
+    parameter server, is the last checkpoint before the failure. Returns that step."""
+    require(failure.killed_at is not None, "the parameter server was never killed: train with train_until "
+                                           "inside the `with` block, up to num_steps.")
+    require(failure.cluster.task(failure.task).alive(),
+            f"{failure.task} is still dead: restart it on its port before building the new job.")
+    require(not failure.watched(job.optimizer.iterations),
+            "job is still the job whose parameter server died: its strategy, coordinator and variables "
+            "belong to the dead process. Build a new job with make_job() after the restart.")
+    try:
+        restored = int(job.optimizer.iterations.numpy())
+    except tf.errors.OpError as error:
+        raise CheckFailed(f"the new job's step counter cannot be read from the parameter server "
+                          f"({type(error).__name__}): build the job after restarting {failure.task}.") from None
+    due = failure.killed_at // checkpoint_every * checkpoint_every
+    require(restored != 0 or due == 0,
+            f"the new job starts at step 0, but the checkpoint of step {due} was saved before the failure: "
+            "restore your latest checkpoint into the new job.")
+    require(restored == due, f"the new job is at step {restored}, but the last checkpoint before the failure "
+                             f"(at step {failure.killed_at}) holds step {due}: restore the latest checkpoint, "
+                             "and only that: the next cell trains on.")
+    return restored
 
 
 def trained_to(job, num_steps, data, target_accuracy):
     """The job's optimizer reached ``num_steps`` and the model learned; returns the test accuracy."""
     final = int(job.optimizer.iterations.numpy())
-    assert final == num_steps, f"training ended at step {final}, not {num_steps}: train until num_steps."
+    require(final == num_steps, f"training ended at step {final}, not {num_steps}: train until num_steps.")
     return learned(job.model, data, target_accuracy)
 
 
@@ -274,6 +312,92 @@ def timings(seconds_by_workers, worker_counts, repeats):
         assert repeats < 2 or len(set(seconds)) > 1, (
             f"the {repeats} times for {workers} worker(s) are all {seconds[0]!r}: two real timings are never "
             "exactly equal. Time each repeat separately, do not copy one timing.")
+
+
+def timed_the_cluster(time_training, num_workers, seconds_by_workers, timed_steps, steps_per_closure, repeats):
+    """Runs ``time_training(num_workers)`` itself, watching the coordinator: one untimed warm-up block, then
+    ``repeats`` blocks of ``timed_steps`` steps, each timed from its first ``schedule`` to the end of its
+    ``join``; the returned seconds are those blocks', and ``seconds_by_workers`` holds times like them."""
+    with _coordinator_calls() as calls:
+        returned = time_training(num_workers)
+    require(calls, "time_training scheduled nothing on the cluster: time the steps the workers run, "
+                   "coordinator.schedule(...) and then coordinator.join().")
+    blocks = _joined_blocks(calls)
+    require(len(blocks) in (repeats, repeats + 1) and blocks[-1][2] is not None,
+            f"time_training ran {len(blocks)} block(s) of scheduled steps, each ended by join(); expected "
+            f"{repeats + 1}: one warm-up block, then {repeats} timed ones, each ended by join().")
+    require(len(blocks) == repeats + 1, "time_training has no warm-up: run one closure and join() before the "
+                                        "first timed block. The first call traces the function, which is not "
+                                        "what you want to time.")
+    wanted = timed_steps // steps_per_closure
+    closures = [count for count, _, _ in blocks[1:]]
+    require(all(count == wanted for count in closures),
+            f"the timed blocks scheduled {closures} closures; {timed_steps} steps at {steps_per_closure} steps "
+            f"per closure are {wanted} per block.")
+    require(isinstance(returned, (list, tuple)) and len(returned) == repeats,
+            f"time_training returned {returned!r}: return the list of the {repeats} timed blocks' seconds.")
+    observed = [ended - began for _, began, ended in blocks[1:]]
+    for got, took in zip(returned, observed):
+        require(isinstance(got, float) and abs(got - took) <= 0.1 * took + 0.05,
+                f"time_training returned {got!r} s for a block that took {took:.3f} s from its first schedule() "
+                "to the end of its join(): start the clock right before the first schedule() of each timed "
+                "block, and stop it right after its join().")
+    mine, yours = statistics.median(observed), statistics.median(seconds_by_workers[num_workers])
+    require(mine / 3 <= yours <= 3 * mine,
+            f"seconds_by_workers[{num_workers}] has median {yours:.3f} s, but time_training({num_workers}) takes "
+            f"{mine:.3f} s now: fill seconds_by_workers with what time_training returns.")
+
+
+@contextlib.contextmanager
+def _coordinator_calls():
+    """Records ("schedule" | "join", perf_counter at return) for every ClusterCoordinator call in the block."""
+    coordinator_class = tf.distribute.coordinator.ClusterCoordinator
+    calls, originals = [], {name: getattr(coordinator_class, name) for name in ("schedule", "join")}
+
+    def recorded(name):
+        def call(self, *args, **kwargs):
+            began = time.perf_counter()
+            result = originals[name](self, *args, **kwargs)
+            calls.append((name, began, time.perf_counter()))
+            return result
+        return call
+
+    for name in originals:
+        setattr(coordinator_class, name, recorded(name))
+    try:
+        yield calls
+    finally:
+        for name, original in originals.items():
+            setattr(coordinator_class, name, original)
+
+
+def _joined_blocks(calls):
+    """(closures, first schedule's start, its join's end or None) for each run of schedules ended by a join."""
+    blocks, count, began = [], 0, None
+    for name, start, end in calls:
+        if name == "schedule":
+            count, began = count + 1, start if began is None else began
+        elif count:
+            blocks.append((count, began, end))
+            count, began = 0, None
+    return blocks + ([(count, began, None)] if count else [])
+
+
+def beyond_spread(answer, seconds_by_workers):
+    """``answer`` maps each pair of consecutive worker counts (fewer, more) to whether their timings do not
+    overlap (every timing of one below every timing of the other): a difference beyond the spread."""
+    counts = sorted(seconds_by_workers)
+    pairs = list(zip(counts, counts[1:]))
+    require(isinstance(answer, dict) and sorted(answer) == pairs,
+            f"beyond_spread has keys {sorted(answer) if isinstance(answer, dict) else answer!r}; it needs one "
+            f"per pair of consecutive worker counts: {pairs}.")
+    for fewer, more in pairs:
+        a, b = seconds_by_workers[fewer], seconds_by_workers[more]
+        apart = max(a) < min(b) or max(b) < min(a)
+        require(answer[(fewer, more)] == apart,
+                f"{fewer} vs {more} workers: times {sorted(a)} and {sorted(b)}; beyond_spread says "
+                f"{answer[(fewer, more)]}. A difference is beyond the spread only if the two sets of timings do "
+                "not overlap at all.")
 
 
 def spreads(spread_by_workers, seconds_by_workers):
@@ -398,6 +522,27 @@ def filtered(run, max_tau):
     applied = int(run.counts.sum()) - run.dropped
     assert run.updates[-1] == applied, (f"the version is {run.updates[-1]}, but {applied} updates were applied: "
                                         "a dropped update must not claim a version.")
+
+
+def used_own_filter(run, rule_class, max_tau):
+    """``run`` trained with the learner's own ``rule_class(max_tau)``, not labkit's filter."""
+    from labkit import staleness
+
+    owner = next(cls for cls in rule_class.__mro__ if "scale" in vars(cls))
+    require(owner.__module__ != staleness.__name__,
+            f"your StalenessFilter takes scale() from labkit's {owner.__name__}: write scale() yourself.")
+    mine = rule_class(max_tau).name
+    require(run.rule == mine, f"this run trained with the rule {run.rule!r}, not your filter ({mine!r}): pass "
+                              f"StalenessFilter(max_tau), your class, as the rule.")
+
+
+def dropped_share_read(dropped_share, run):
+    """``dropped_share`` is the share of the run's updates that the PS dropped, read from its histogram."""
+    share = run.dropped / run.counts.sum()
+    require(np.isclose(dropped_share, share),
+            f"dropped_share is {dropped_share!r}, but the PS dropped {run.dropped} of the {run.counts.sum()} "
+            "updates that reached it: count the updates in the histogram's columns beyond max_tau, over all "
+            "workers, and divide by all of them.")
 
 
 def ssp_waited(ssp, unbounded, bound):

@@ -6,6 +6,7 @@ operating system closes that pipe; the child, blocked reading stdin in a thread,
 sees end-of-file and exits at once. (``labkit.processes`` stops them, waits for
 them and reads their logs.)
 """
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +26,22 @@ def start(module, *arguments, env=None, stdout=subprocess.PIPE, stderr=subproces
     With the default ``stdout``, read its output as text from ``process.stdout``.
     """
     return start_command([sys.executable, "-m", module, *arguments], env=env, stdout=stdout, stderr=stderr)
+
+
+def start_program(module, *arguments, log_path, tf_config=None, read_stdout=False, env=None):
+    """Start labkit program ``module`` (``python -m module arguments...``) as a child that exits with this one.
+
+    ``tf_config`` (a dict) becomes its TF_CONFIG. Its output is appended to ``log_path``; with
+    ``read_stdout``, only its stderr is, and its stdout is read as text from ``process.stdout``
+    (a program whose printed lines are its results, such as the coordinator's timeline).
+    """
+    env = dict(os.environ if env is None else env, PYTHONUNBUFFERED="1")
+    if tf_config is not None:
+        env["TF_CONFIG"] = json.dumps(tf_config)
+    with open(log_path, "ab") as log:
+        if read_stdout:
+            return start(module, *arguments, env=env, stderr=log)
+        return start(module, *arguments, env=env, stdout=log)
 
 
 def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT):

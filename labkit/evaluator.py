@@ -7,6 +7,7 @@ cluster. It stops after the checkpoint of ``--until-step``. Keras'
 ``labkit.faults.train_with_recovery`` writes.
 """
 import argparse
+from pathlib import Path
 
 import labkit  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
@@ -24,9 +25,13 @@ class PrintResult(tf.keras.callbacks.Callback):
 
 
 def start(checkpoint_dir, until_step):
-    """Start the evaluator as a child process; read its result lines from ``.stdout``."""
-    return children.start("labkit.evaluator", "--checkpoint-dir", str(checkpoint_dir),
-                          "--until-step", str(until_step), stderr=None)
+    """Start the evaluator as a child process; read its result lines from ``.stdout``.
+
+    Its warnings and errors go to ``evaluator.log`` in ``checkpoint_dir``.
+    """
+    return children.start_program("labkit.evaluator", "--checkpoint-dir", str(checkpoint_dir),
+                                  "--until-step", str(until_step), log_path=Path(checkpoint_dir) / "evaluator.log",
+                                  read_stdout=True)
 
 
 def main(argv=None):

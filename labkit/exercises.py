@@ -9,9 +9,16 @@ Each solution notebook marks its answers the way nbgrader does::
 The exercise notebook is the same notebook (same cells, same cell ids) with every
 such region replaced by a stub: ``# YOUR CODE HERE`` and a ``raise NotImplementedError``
 in code cells, ``YOUR ANSWER HERE`` in markdown cells. Outputs are never copied.
+
+The generator never destroys work it did not write: ``exercises/.generated.json`` records the
+SHA-256 of every file it wrote, and it refuses to replace or remove a file that has changed
+since (someone edited it), unless ``--force``. Learners work on copies in ``work/``
+(``make lab``), never here.
 """
 import argparse
 import copy
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -72,24 +79,63 @@ def render(solutions_dir):
             for path in paths}
 
 
+RECORD = ".generated.json"  # {file name: SHA-256 of the text the generator last wrote}
+
+
+def sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def out_of_sync(solutions_dir, exercises_dir):
-    """Names of exercise notebooks that differ from what ``solutions_dir`` generates, or are extra."""
+    """Names of exercise notebooks that differ from what ``solutions_dir`` generates, or are extra
+    (and the record's name if it does not match the generated files)."""
     expected = render(solutions_dir)
     present = {path.name for path in Path(exercises_dir).glob("*.ipynb")}
     changed = [name for name, text in expected.items()
                if not (Path(exercises_dir) / name).exists() or (Path(exercises_dir) / name).read_text() != text]
-    return sorted(set(changed) | (present - set(expected)))
+    record_wrong = [RECORD] if written_record(exercises_dir) != {name: sha256(text) for name, text in expected.items()} else []
+    return sorted(set(changed) | (present - set(expected))) + record_wrong
 
 
-def generate(solutions_dir, exercises_dir):
-    """Write every exercise notebook; remove exercise notebooks whose solution is gone. Returns the names written."""
+def written_record(exercises_dir):
+    """{name: SHA-256} of what the generator last wrote into ``exercises_dir`` ({} if it never did)."""
+    path = Path(exercises_dir) / RECORD
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def edited_since_generated(exercises_dir, expected):
+    """Files the generator would replace or remove whose text is not what it last wrote there."""
+    record = written_record(exercises_dir)
+    edited = []
+    for path in sorted(Path(exercises_dir).glob("*.ipynb")):
+        text = path.read_text()
+        if text != expected.get(path.name) and sha256(text) != record.get(path.name):
+            edited.append(path.name)
+    return edited
+
+
+def generate(solutions_dir, exercises_dir, force=False):
+    """Write every exercise notebook; remove exercise notebooks whose solution is gone. Returns the names written.
+
+    Raises ``FileExistsError`` (writing nothing) if a file to replace or remove was edited since
+    the generator wrote it, unless ``force``.
+    """
     expected = render(solutions_dir)
+    edited = [] if force else edited_since_generated(exercises_dir, expected)
+    if edited:
+        raise FileExistsError(
+            f"{', '.join(edited)} in {exercises_dir}/ changed since the generator wrote them; nothing was written. "
+            f"Learners: your work belongs in work/ (`make lab` copies the exercises there): copy your edited "
+            f"file there, then `git checkout {exercises_dir}/`. Authors: edit solutions/ instead, and run "
+            "`labkit exercises --force` to overwrite these files.")
     Path(exercises_dir).mkdir(exist_ok=True)
     for stale in Path(exercises_dir).glob("*.ipynb"):
         if stale.name not in expected:
             stale.unlink()
     for name, text in expected.items():
         (Path(exercises_dir) / name).write_text(text)
+    (Path(exercises_dir) / RECORD).write_text(
+        json.dumps({name: sha256(text) for name, text in expected.items()}, indent=1, sort_keys=True) + "\n")
     return sorted(expected)
 
 
@@ -104,12 +150,14 @@ def add_arguments(parser):
     parser.add_argument("--exercises", default="exercises", metavar="DIR", help="default: %(default)s")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit with an error if exercises/ is out of date")
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite exercise notebooks even if they were edited since they were generated")
 
 
 def run(args):
     try:
         _run(args)
-    except (FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, FileExistsError, ValueError) as error:
         sys.exit(f"labkit exercises: {error}")
 
 
@@ -117,10 +165,11 @@ def _run(args):
     if args.check:
         stale = out_of_sync(args.solutions, args.exercises)
         if stale:
-            sys.exit(f"out of date in {args.exercises}/: {', '.join(stale)}. Regenerate with `make exercises`.")
+            sys.exit(f"out of date in {args.exercises}/: {', '.join(stale)}. Authors: edit solutions/, "
+                     "then regenerate with `make exercises`.")
         print(f"{args.exercises}/ matches {args.solutions}/")
     else:
-        for name in generate(args.solutions, args.exercises):
+        for name in generate(args.solutions, args.exercises, args.force):
             print(f"wrote {Path(args.exercises) / name}")
 
 

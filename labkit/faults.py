@@ -14,12 +14,11 @@ What happens when a task dies:
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
 import contextlib
-import json
 import math
-import os
 import random
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
@@ -53,6 +52,46 @@ def kill_after(cluster, task, seconds):
     timer.daemon = True
     timer.start()
     return timer
+
+
+class KillAtStep:
+    """While the block runs, kill ``task`` of ``cluster`` once (SIGKILL, as a crashed machine dies) as soon
+    as ``counter``, a step counter on the parameter servers (``job.optimizer.iterations``), reaches ``step``.
+
+    A watcher thread polls the counter; ``killed_at`` is the step it read right before the kill
+    (None if the block ended first). ``watched(variable)`` tells whether ``variable`` is that counter.
+    """
+
+    def __init__(self, cluster, task, counter, step, interval=0.02):
+        self.cluster, self.task, self.step, self.interval = cluster, task, step, interval
+        self.killed_at, self._counter = None, weakref.ref(counter)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def watched(self, variable):
+        return self._counter() is variable
+
+    def _watch(self):
+        while not self._stop.wait(self.interval):
+            counter = self._counter()
+            try:
+                reached = int(counter.numpy()) if counter is not None else None
+            except PS_FAILURES:
+                return  # the parameter server died some other way
+            if reached is None:
+                return
+            if reached >= self.step:
+                self.killed_at = reached
+                self.cluster.kill(self.task)
+                return
 
 
 def save_while_killing(cluster, task, manager, delay_seconds, checkpoint_number):
@@ -167,8 +206,9 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             checkpoint.restore(manager.latest_checkpoint)
         step = int(job.optimizer.iterations.numpy())
         report.timeline.add(step, f"resumed from checkpoint at step {step}" if step else "started")
+        # Every worker takes part from the first closure on, also when one connects late.
+        refused = wait_until_workers_reach_parameter_servers(job)
         if failure:
-            refused = wait_until_workers_reach_parameter_servers(job)
             report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
             failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
                            seconds=time.monotonic() - failure.pop("began"))
@@ -271,6 +311,7 @@ def _apply(fault, cluster, report, step):
         cluster.kill(fault.task)
         report.timeline.add(step, f"killed {fault.task}")
     else:
+        report.timeline.add(step, f"restarting {fault.task}")  # the driver waits while its new process starts
         cluster.restart(fault.task)
         pid = cluster.task(fault.task).pid
         cpu_at_restart = cpu_seconds(pid)
@@ -307,9 +348,8 @@ def start_coordinator(cluster, *arguments):
     """
     if not cluster.chief:
         raise ValueError("the cluster has no chief address: create it with LocalCluster(..., chief=True)")
-    env = dict(os.environ, TF_CONFIG=json.dumps(cluster.tf_config("chief:0")), PYTHONUNBUFFERED="1")
-    with open(cluster.log_dir / "chief-0.log", "ab") as log:
-        return children.start("labkit.coordinator", *arguments, env=env, stderr=log)
+    return children.start_program("labkit.coordinator", *arguments, tf_config=cluster.tf_config("chief:0"),
+                                  log_path=cluster.log_dir / "chief-0.log", read_stdout=True)
 
 
 def read_until(process, text):

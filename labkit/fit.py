@@ -4,28 +4,25 @@ With ParameterServerStrategy, ``model.fit`` needs a dataset that repeats and
 ``steps_per_epoch``. It accepts a ``DatasetCreator``, ``distribute_datasets_from_function``,
 a ``tf.data.Dataset`` or arrays; with a ``dataset_fn`` (the first two) each worker
 builds its own pipeline and can fold its index into the shuffle seed. Batch-level
-callbacks are not supported, so progress is reported once per epoch.
+callbacks are not supported, so progress is printed once per epoch (a text line: see
+``labkit.progress``).
 """
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import tensorflow as tf
-from tqdm.auto import tqdm
 
 from labkit.data import array_file, shuffled_batches
+from labkit.progress import ProgressLines
 
 
 class EpochProgress(tf.keras.callbacks.Callback):
-    """A tqdm bar advanced once per epoch, showing the epoch's loss and accuracy."""
+    """A printed line per epoch, with the epoch's loss and accuracy."""
 
     def __init__(self, epochs):
         super().__init__()
-        self.bar = tqdm(total=epochs, desc="epochs", unit="epoch")
+        self.progress = ProgressLines(epochs, "model.fit", unit="epoch", every_seconds=0)
 
     def on_epoch_end(self, epoch, logs=None):
-        self.bar.set_postfix({name: f"{value:.3f}" for name, value in (logs or {}).items()})
-        self.bar.update(1)
-
-    def on_train_end(self, logs=None):
-        self.bar.close()
+        self.progress.line(epoch + 1, **{name: f"{value:.3f}" for name, value in (logs or {}).items()})
 
 
 def fit(model, x, y, epochs, steps_per_epoch, batch_size=64, seed=0):

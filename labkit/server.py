@@ -49,7 +49,7 @@ def main():
         sys.exit(processes.EXIT_PORT_IN_USE)  # any other failure: exit code 1, the error in the log
     # Started only now, so a parent that died during start-up is noticed at once here.
     exit_with_parent_if_started_by_one()
-    print(f"labkit.server: {task_type}:{task_index} serving at {address} "
+    print(f"labkit.server: {task_type}:{task_index} {processes.SERVING_LOG_LINE} {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()
 

@@ -7,12 +7,14 @@ the real error they end with.
 import inspect
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
+import psutil
+
+from labkit import children
 from labkit.children import exit_when_parent_exits
 
 NOISE_PREFIXES = ("I0000", "W0000", "E0000", "WARNING: All log messages")
@@ -51,15 +53,13 @@ def run_program(code, tf_config, keras=2, timeout=120.0):
     env = dict(os.environ, TF_CONFIG=json.dumps(tf_config), TF_USE_LEGACY_KERAS="1" if keras == 2 else "0")
     began = time.monotonic()
     with tempfile.TemporaryFile("w+") as output_file:
-        program = subprocess.Popen([sys.executable, "-c", EXIT_WITH_PARENT + code], env=env,
-                                   stdin=subprocess.PIPE, stdout=output_file, stderr=subprocess.STDOUT)
+        program = children.start_command([sys.executable, "-c", EXIT_WITH_PARENT + code], env=env,
+                                         stdout=output_file)
         try:
             returncode, timed_out = program.wait(timeout=timeout), False
-        except subprocess.TimeoutExpired:
-            program.kill()
-            program.wait()
+        except psutil.TimeoutExpired:
             returncode, timed_out = None, True
-        program.stdin.close()
+        program.stop()
         output_file.seek(0)
         output = output_file.read()
     kept = "\n".join(line for line in output.splitlines() if not line.startswith(NOISE_PREFIXES))

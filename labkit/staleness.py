@@ -21,8 +21,14 @@ Ways to inject and to bound staleness, all on the PS:
   slowest *waits* before its step. The wait polls and gives up after ``max_wait_ms``, so
   a worker whose peers get no more closures cannot hang the coordinator's ``join()``.
 - rules (``scale(tau)``, ``correct(...)``): plain async, alpha/max(1,tau), alpha/(1+tau),
-  a staleness filter that drops updates above a bound, and DC-ASGD.
+  a staleness filter that drops updates above a bound, and DC-ASGD with a fixed or an
+  adaptive lambda. A rule that keeps state on the PS has ``build(variables)``, called under
+  the strategy's scope.
+
+A run whose weights are no longer finite has *diverged*: its accuracy is recorded as NaN
+(``argmax`` of NaN logits is class 0, which would read as the share of zeros in the test set).
 """
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,7 +82,7 @@ class StalenessFilter(Constant):
 
 
 class DelayCompensated(Constant):
-    """DC-ASGD (Zheng et al., ICML 2017): g + λ·g⊙g⊙(w_now − w_read), a cheap Hessian correction."""
+    """DC-ASGD (Zheng et al., ICML 2017): g + λ·g⊙g⊙(w_now − w_read), a cheap Hessian correction, fixed λ."""
     needs_read_parameters = True
 
     def __init__(self, strength):
@@ -86,6 +92,25 @@ class DelayCompensated(Constant):
 
     def correct(self, gradient, parameters_now, parameters_read):
         return gradient + self.strength * gradient * gradient * (parameters_now - parameters_read)
+
+
+class AdaptiveDelayCompensated(DelayCompensated):
+    """DC-ASGD-a (Zheng et al., ICML 2017): λ_t = λ0 / sqrt(MeanSquare_t), element by element, with
+    MeanSquare_t = m·MeanSquare_(t−1) + (1 − m)·g⊙g kept on the PS (the paper's m = 0.95), so that the
+    correction λ_t·g⊙g⊙(w_now − w_read) scales like |g|, not g²."""
+
+    def __init__(self, strength, momentum=0.95, epsilon=1e-7):
+        super().__init__(strength)
+        self.momentum, self.epsilon, self.name = momentum, epsilon, f"DC-ASGD-a λ0={strength:g}"
+
+    def build(self, variables):
+        self.mean_squares = {v.ref(): tf.Variable(tf.zeros(v.shape), trainable=False) for v in variables}
+
+    def correct(self, gradient, parameters_now, parameters_read):
+        mean_square = self.mean_squares[parameters_now.ref()]
+        updated = mean_square.assign(self.momentum * mean_square + (1 - self.momentum) * gradient * gradient)
+        strength = self.strength / tf.sqrt(updated + self.epsilon)
+        return gradient + strength * gradient * gradient * (parameters_now - parameters_read)
 
 
 class StalenessSGD:
@@ -107,13 +132,15 @@ class StalenessSGD:
         self.variables, self.rule, self.learning_rate = list(variables), rule, learning_rate
         self.delay, self.random_delay, self.seed = delay, random_delay, seed
         self.ssp_bound, self.poll_ms = ssp_bound, poll_ms
+        if hasattr(rule, "build"):
+            rule.build(self.variables)
         self.max_polls = max(1, round(max_wait_ms / poll_ms))
         counter = dict(dtype=tf.int64, trainable=False)
         self.version = tf.Variable(0, name="version", **counter)
         self.histogram = tf.Variable(tf.zeros([num_workers, max_tau + 1], tf.int64), trainable=False)
         self.dropped = tf.Variable(0, **counter)
         self.clocks = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False)  # steps finished
-        self.polls = tf.Variable(0, **counter)      # SSP: poll intervals spent waiting
+        self.waited = tf.Variable(0.0, dtype=tf.float64, trainable=False)  # SSP: wall seconds waited, all workers
         self.timeouts = tf.Variable(0, **counter)   # SSP: waits that gave up
         if delay:
             self.arrivals = tf.Variable(0, **counter)
@@ -138,8 +165,12 @@ class StalenessSGD:
             with tf.control_dependencies([pause(self.poll_ms)]):
                 return (polls + 1,)
 
-        (polls,) = tf.while_loop(too_far_ahead, poll, (tf.constant(0, tf.int64),))
-        return tf.group(self.polls.assign_add(polls),
+        began = tf.timestamp()
+        with tf.control_dependencies([began]):  # the clock is read before the first poll
+            (polls,) = tf.while_loop(too_far_ahead, poll, (tf.identity(tf.constant(0, tf.int64)),))
+        with tf.control_dependencies([polls]):  # and again after the last
+            waited = tf.timestamp() - began
+        return tf.group(self.waited.assign_add(tf.where(polls > 0, waited, tf.zeros_like(waited))),
                         self.timeouts.assign_add(tf.cast(polls >= self.max_polls, tf.int64)))
 
     def read_parameters(self):
@@ -258,7 +289,7 @@ class Run(train.History):
     counts: np.ndarray = None                        # [workers, tau] histogram
     dropped: int = 0
     clocks: list = field(default_factory=list)       # steps each worker finished
-    waited_seconds: float = 0.0                      # SSP: time spent waiting (poll intervals)
+    waited_seconds: float = 0.0                      # SSP: wall time the workers spent waiting, summed
     timeouts: int = 0                                # SSP: waits that gave up
 
     @property
@@ -278,6 +309,16 @@ class Run(train.History):
     @property
     def max_tau(self):
         return int(self.taus.nonzero()[0].max()) if self.taus.any() else 0
+
+    def tau_quantile(self, q):
+        """The smallest tau at or below which a share ``q`` of the updates lie (0.5: the median)."""
+        cumulative = np.cumsum(self.taus) / max(self.taus.sum(), 1)
+        return int(np.searchsorted(cumulative, q))
+
+    @property
+    def diverged(self):
+        """Whether the weights stopped being finite (the accuracy recorded is then NaN)."""
+        return any(math.isnan(a) for a in self.accuracy)
 
     @property
     def stale_share(self):
@@ -310,7 +351,9 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
     batches = train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, straggler, straggler_ms))
 
     def evaluate():
-        return {"updates": int(optimizer.version.numpy()), "accuracy": models.accuracy(model, data.x_test, data.y_test)}
+        finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)
+        return {"updates": int(optimizer.version.numpy()),
+                "accuracy": models.accuracy(model, data.x_test, data.y_test) if finite else math.nan}
 
     run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed)
     train.run(coordinator, make_train_steps(strategy, model, optimizer, steps_per_closure), batches,
@@ -318,5 +361,5 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
               description=f"{rule.name}, delay {run.delay}, seed {seed}", history=run)
     run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
     run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
-    run.waited_seconds = int(optimizer.polls.numpy()) * optimizer.poll_ms / 1000
+    run.waited_seconds = float(optimizer.waited.numpy())
     return run

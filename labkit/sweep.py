@@ -73,7 +73,8 @@ def check(notebook, grid):
 
 
 class PeakMemory:
-    """Samples, in a thread, the memory of this process's children (a kernel and its tasks): peak total."""
+    """Samples, in a thread, the memory of this process's children (a kernel and its tasks): the peak of
+    their summed PSS (shared pages divided among the processes that map them, so nothing counts twice)."""
 
     def __init__(self, interval=0.5):
         self.interval, self.peak_bytes, self._stop = interval, 0, threading.Event()
@@ -92,7 +93,7 @@ class PeakMemory:
             total = 0
             for child in psutil.Process().children(recursive=True):
                 try:
-                    total += child.memory_info().rss
+                    total += child.memory_full_info().pss
                 except psutil.Error:
                     pass
             self.peak_bytes = max(self.peak_bytes, total)

@@ -10,7 +10,7 @@ What ``model.fit`` does on a PS cluster, in plain sight:
    dies is run again on another worker (at-least-once execution).
 
 Progress comes from completed closures on the coordinator: PS training has no
-batch-level callbacks.
+batch-level callbacks. It is printed as text lines (``labkit.progress``).
 """
 import math
 import time
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import numpy as np
 import tensorflow as tf
-from tqdm.auto import tqdm
 
 from labkit.data import mnist_dataset_fn  # noqa: F401  (the labs' dataset_fn, next to per_worker_iterator)
+from labkit.progress import ProgressLines
 
 
 @dataclass(kw_only=True)
@@ -130,28 +130,26 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
     history = History() if history is None else history
     training_seconds = 0.0
     closures_per_interval = log_every_steps // steps_per_closure
-    with tqdm(total=num_steps, desc=description, unit="step") as bar:
-        for interval_start in range(0, num_steps, log_every_steps):
-            closures = min(closures_per_interval, (num_steps - interval_start) // steps_per_closure)
-            began = time.perf_counter()
-            losses = [coordinator.schedule(train_steps, args=(iterator,)) for _ in range(closures)]
-            fetched = []
-            for remote_loss in losses:  # in order; each fetch waits for that closure only
-                fetched.append(float(remote_loss.fetch()))
-                bar.update(steps_per_closure)
-            coordinator.join()
-            interval_seconds = time.perf_counter() - began
-            training_seconds += interval_seconds
-            steps = closures * steps_per_closure
-            history.record(step=interval_start + steps, seconds=training_seconds, loss=float(np.mean(fetched)),
-                           steps_per_second=steps / interval_seconds,
-                           metrics={m.name: float(m.result()) for m in metrics},
-                           evaluation=evaluate() if evaluate else {})
-            for metric in metrics:
-                metric.reset_state()
-            bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
-            if on_progress:
-                on_progress(history)
+    progress = ProgressLines(num_steps, description)
+    for interval_start in range(0, num_steps, log_every_steps):
+        closures = min(closures_per_interval, (num_steps - interval_start) // steps_per_closure)
+        began = time.perf_counter()
+        losses = [coordinator.schedule(train_steps, args=(iterator,)) for _ in range(closures)]
+        fetched = [float(remote_loss.fetch()) for remote_loss in losses]  # in order; each waits for its closure
+        coordinator.join()
+        interval_seconds = time.perf_counter() - began
+        training_seconds += interval_seconds
+        steps = closures * steps_per_closure
+        history.record(step=interval_start + steps, seconds=training_seconds, loss=float(np.mean(fetched)),
+                       steps_per_second=steps / interval_seconds,
+                       metrics={m.name: float(m.result()) for m in metrics},
+                       evaluation=evaluate() if evaluate else {})
+        for metric in metrics:
+            metric.reset_state()
+        progress.line(history.final_step, loss=f"{history.loss[-1]:.3f}",
+                      **{"steps/s": f"{history.steps_per_second[-1]:.0f}"})
+        if on_progress:
+            on_progress(history)
     return history
 
 

@@ -2,6 +2,7 @@
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 # Before labkit is imported: clusters of this test process record themselves in a directory of
 # its own, never in ~/.cache (under pytest-xdist, each worker process has its own).
@@ -10,6 +11,7 @@ STATE_DIR = os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-tes
 ARRAY_DIR = os.environ["LABKIT_ARRAY_DIR"] = os.path.join(STATE_DIR, "arrays")
 
 import pytest  # noqa: E402
+from _pytest.mark.expression import Expression  # noqa: E402  (what -m uses)
 
 import labkit  # noqa: E402, F401  (selects Keras 2 before any test imports TensorFlow)
 import executed_notebooks  # noqa: E402
@@ -23,13 +25,51 @@ LONGEST_FIRST = ["06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_e
                  "02_strategy_and_mnist.ipynb", "04_mini_transformer_lm.ipynb", "05_gradient_compression.ipynb"]
 
 
+# The test tiers (pyproject.toml lists them; docs/contributing.md says what each costs). A test
+# without one of these markers is a unit test: no TensorFlow process, no kernel, no root.
+TIERS_BEYOND_UNIT = ("cluster", "notebook", "browser", "root")
+
+
+def selects_tier(config, tier):
+    """Whether ``-m`` (if given) can select a test marked only ``tier``."""
+    expression = config.option.markexpr
+    return not expression or Expression.compile(expression).evaluate(lambda name, **_: name == tier)
+
+
+def collects(config, directory):
+    """Whether this pytest call's paths (its arguments, else testpaths) reach into ``directory``."""
+    arguments = config.args or config.getini("testpaths")
+    for argument in arguments:
+        path = (config.invocation_params.dir / argument.split("::")[0]).resolve()
+        if path == directory or directory in path.parents or path in directory.parents:
+            return not any(directory == Path(ignored).resolve() for ignored in config.getoption("ignore") or [])
+    return False
+
+
 def pytest_configure(config):
-    """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them.
+    """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them, but only
+    when this call collects them (``pytest tests/test_data.py`` or ``-m unit`` does not).
 
     Under pytest-xdist only the controlling process writes them, before its workers collect.
     """
-    if "PYTEST_XDIST_WORKER" not in os.environ:
+    config.runs_smoke_notebooks = collects(config, SMOKE_DIR) and selects_tier(config, "notebook")
+    if config.runs_smoke_notebooks and "PYTEST_XDIST_WORKER" not in os.environ:
         prepare_smoke_notebooks()
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Leave stale smoke copies alone when this call did not write fresh ones."""
+    if collection_path == SMOKE_DIR and not config.runs_smoke_notebooks:
+        return True
+    return None
+
+
+def pytest_itemcollected(item):
+    """Mark each test with its tier: a smoke notebook's cells are notebook tests, unmarked tests unit tests."""
+    if item.path.parent == SMOKE_DIR:
+        item.add_marker(pytest.mark.notebook)
+    elif not any(item.get_closest_marker(tier) for tier in TIERS_BEYOND_UNIT):
+        item.add_marker(pytest.mark.unit)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -35,6 +35,7 @@ def test_time_to_accuracy_is_the_first_evaluation_at_the_target():
     assert phase.samples_per_second == 100
 
 
+@pytest.mark.cluster
 def test_a_failing_worker_stops_them_all_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_MNIST_SOURCE", "no-such-source")  # each worker fails after starting TensorFlow
     plan = allreduce.Plan(intervals=1, batches_per_interval=20)

@@ -67,6 +67,7 @@ def test_each_ratio_divides_by_the_baseline_measured_beside_its_cluster_shape():
     assert [r["ratio_to_single_process"] for r in rows] == [1.0, 0.5, 1.0, 1.0]
 
 
+@pytest.mark.cluster
 def test_one_cli_runs_both_benchmarks():
     done = labkit("bench", "--help")
     assert done.returncode == 0 and "startup" in done.stdout
@@ -97,6 +98,7 @@ def test_plan_varies_each_axis_around_the_base_point():
     (["--repeats", "1"], "repeats must be a whole number >= 2"),
     (["--target-accuracy", "85"], "target_accuracy must be in (0, 1]"),
 ])
+@pytest.mark.cluster
 def test_bad_input_says_what_is_wrong_and_how_to_fix_it(flags, message):
     done = labkit("bench", *flags)
     assert done.returncode != 0
@@ -117,7 +119,7 @@ def tiny_sweep(tmp_path_factory):
     return out, done.stdout
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     out, printed = tiny_sweep
     with open(out / "results.csv") as file:
@@ -138,7 +140,7 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     assert "single-process" in printed and "saved" in printed
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep):
     out, _ = tiny_sweep
     document = json.loads((out / "results.json").read_text())
@@ -155,7 +157,7 @@ def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep)
             assert 0.8 < row["measured_push_bytes_per_step"] / row["parameter_bytes"] < 1.5
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_tiny_sweep_plots_a_png(tiny_sweep):
     out, _ = tiny_sweep
     png = (out / "sweep.png").read_bytes()

@@ -2,6 +2,10 @@
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.cluster
+
 
 def run_python(code, **env):
     import os

@@ -33,7 +33,7 @@ NOTEBOOK_CELLS = ["import labkit\nfrom labkit.widgets import ClusterDashboard",
                   "ClusterDashboard(cluster)"]
 SECONDS = 1000  # Playwright counts milliseconds
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600),
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600),
               pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM}: the browser test "
                                  "needs Debian's chromium package (apt-get install chromium)")]
 

@@ -6,13 +6,15 @@ written by TensorFlow, real matplotlib axes; only the numbers fed in are chosen 
 import json
 import subprocess
 import sys
+import types
 
 import matplotlib
+import numpy as np
 import psutil
 import pytest
 
 import labkit  # noqa: F401  (Keras 2 before TensorFlow)
-from labkit import checks, faults
+from labkit import checks, faults, staleness
 from labkit.cluster import Task
 from labkit.bench.costmodel import Prediction
 
@@ -110,15 +112,43 @@ def test_ex3_the_latest_checkpoint_must_be_the_last_one_due(tmp_path):
         checks.checkpoint_saved(str(tmp_path / "none"), 250, 100)
 
 
-@pytest.mark.parametrize("resumed_at, steps_lost, message", [
-    (0, 250, "started again from step 0"),
-    (100, 150, "last checkpoint before the failure was at step 200"),
-    (200, 0, "steps_lost is 0"),
+def killed_ps(sleeper, tmp_path, killed_at, counter):
+    """A KillAtStep that killed ps:0 at step ``killed_at``: its cluster has one task, ps:0, run by ``sleeper``."""
+    task = Task("ps", 0, 2222, tmp_path / "ps-0.log", sleeper)
+    failure = faults.KillAtStep(types.SimpleNamespace(task=lambda name: task), "ps:0", counter, killed_at + 10)
+    failure.killed_at = killed_at
+    return failure
+
+
+def job_at(step):
+    optimizer = tf.keras.optimizers.legacy.Adam()
+    optimizer.iterations.assign(step)
+    return faults.TrainingJob(None, None, None, optimizer, None, None, 10, 1)
+
+
+@pytest.mark.parametrize("restored, message", [
+    (0, "starts at step 0, but the checkpoint of step 200"),
+    (400, "at step 400, but the last checkpoint before the failure"),
 ])
-def test_ex3_recovery_must_resume_from_the_last_checkpoint_and_count_the_loss(resumed_at, steps_lost, message):
-    checks.resumed_from_checkpoint(200, 250, 100, 50)
-    with pytest.raises(AssertionError, match=message):
-        checks.resumed_from_checkpoint(resumed_at, 250, 100, steps_lost)
+def test_ex3_recovery_is_read_from_the_restored_job(sleeper, tmp_path, restored, message):
+    old_job = job_at(250)
+    failure = killed_ps(sleeper, tmp_path, 250, old_job.optimizer.iterations)
+    assert checks.recovered(job_at(200), failure, 100) == 200
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.recovered(job_at(restored), failure, 100)
+    with pytest.raises(checks.CheckFailed, match="still the job whose parameter server died"):
+        checks.recovered(old_job, failure, 100)
+    failure.killed_at = None
+    with pytest.raises(checks.CheckFailed, match="never killed"):
+        checks.recovered(job_at(200), failure, 100)
+
+
+def test_ex3_a_dead_ps_must_be_restarted(sleeper, tmp_path):
+    failure = killed_ps(sleeper, tmp_path, 250, job_at(250).optimizer.iterations)
+    sleeper.kill()
+    sleeper.wait()
+    with pytest.raises(checks.CheckFailed, match="ps:0 is still dead"):
+        checks.recovered(job_at(200), failure, 100)
 
 
 def test_ex3_training_must_reach_num_steps():
@@ -143,6 +173,18 @@ def test_ex4_timings_must_be_separate_repeats(times, message):
     checks.timings(RIGHT_TIMES, [1, 2], 3)
     with pytest.raises(AssertionError, match=message):
         checks.timings(times, [1, 2], 3)
+
+
+@pytest.mark.parametrize("answer, message", [
+    ({(1, 2): False, (2, 3): False}, "1 vs 2 workers"),
+    ({(1, 2): True, (2, 3): True}, "2 vs 3 workers"),
+    ({2: True, 3: False}, "one per pair of consecutive worker counts"),
+])
+def test_ex4_differences_beyond_the_spread_are_those_whose_timings_do_not_overlap(answer, message):
+    times = {**RIGHT_TIMES, 3: [1.3, 1.6, 1.45]}  # 1 vs 2 apart; 2 vs 3 overlap
+    checks.beyond_spread({(1, 2): True, (2, 3): False}, times)
+    with pytest.raises(checks.CheckFailed, match=message):
+        checks.beyond_spread(answer, times)
 
 
 def test_ex4_spreads_must_come_from_the_timings():
@@ -182,6 +224,35 @@ def test_ex4_a_plain_line_without_error_bars_is_refused():
     plt.close(figure)
     with pytest.raises(AssertionError, match="no vertical error bars"):
         checks.plot_shows(axis, RIGHT_TIMES)
+
+
+# ----- exercise 5 ----------------------------------------------------------------------
+class MyFilter(staleness.StalenessFilter):
+    """A learner's filter: a name of its own and its own scale()."""
+
+    def __init__(self, max_tau):
+        super().__init__(max_tau)
+        self.name = f"my filter τ≤{max_tau}"
+
+    def scale(self, tau):
+        return tf.cast(tau <= self.max_tau, tf.float32)
+
+
+def test_ex5_the_run_must_use_the_learners_filter():
+    checks.used_own_filter(staleness.Run(rule="my filter τ≤0", delay="none", learning_rate=0.1), MyFilter, 0)
+    with pytest.raises(checks.CheckFailed, match="not your filter"):
+        checks.used_own_filter(staleness.Run(rule="drop τ>0", delay="none", learning_rate=0.1), MyFilter, 0)
+    with pytest.raises(checks.CheckFailed, match="takes scale\\(\\) from labkit's StalenessFilter"):
+        checks.used_own_filter(staleness.Run(rule="drop τ>0", delay="none", learning_rate=0.1),
+                               staleness.StalenessFilter, 0)
+
+
+def test_ex5_the_dropped_share_is_read_from_the_histogram():
+    run = staleness.Run(rule="my filter τ≤0", delay="none", learning_rate=0.1, counts=np.array([[6, 3], [10, 1]]),
+                        dropped=4)
+    checks.dropped_share_read(0.2, run)
+    with pytest.raises(checks.CheckFailed, match="dropped 4 of the 20 updates"):
+        checks.dropped_share_read(0.8, run)
 
 
 # ===== lesson notebooks 00, 01, 07, 08, 09 =============================================

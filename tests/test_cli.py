@@ -1,4 +1,5 @@
 """The `labkit` command, run as a learner runs it."""
+import argparse
 import json
 import re
 import signal
@@ -7,7 +8,11 @@ import sys
 
 import pytest
 
+import labkit as labkit_package
+from labkit import cli
 from support import default_ctrl_c, signal_state, wait_until_gone
+
+pytestmark = pytest.mark.cluster
 
 LABKIT = [sys.executable, "-m", "labkit.cli"]
 
@@ -16,21 +21,111 @@ def labkit(*args, timeout=300):
     return subprocess.run([*LABKIT, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_help_lists_every_subcommand():
-    done = labkit("--help")
-    for command in ("up", "status", "tf-config", "doctor", "demo"):
-        assert command in done.stdout
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    """A state directory of this test's own: no other program's clusters are seen or stopped."""
+    monkeypatch.setenv("LABKIT_STATE_DIR", str(tmp_path / "clusters"))
+    return tmp_path / "clusters"
 
 
-def test_tf_config_prints_a_valid_config_for_the_task():
-    config = json.loads(labkit("tf-config", "worker:1", "--json", "--workers", "3").stdout)
+def test_help_lists_the_commands_in_the_order_a_learner_meets_them():
+    listed = re.findall(r"^    ([a-z-]+)", labkit("--help").stdout, flags=re.MULTILINE)
+    learner_order = ["doctor", "demo", "up", "status", "tf-config", "stop", "exercises", "sweep", "bench", "export"]
+    assert [command for command in listed if command in learner_order] == learner_order
+
+
+def subparsers(parser, prefix="labkit"):
+    """(name, parser) of every command and subcommand, depth first."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{prefix} {name}", sub
+                yield from subparsers(sub, f"{prefix} {name}")
+
+
+def missing_help(parser):
+    """What lacks help text or an example in ``parser`` and its subcommands (empty: nothing)."""
+    missing = []
+    for name, sub in [("labkit", parser), *subparsers(parser)]:
+        if not sub.description or "example:" not in (sub.epilog or ""):
+            missing.append(f"{name}: description or example")
+        missing += [f"{name} {action.dest}" for action in sub._actions
+                    if not isinstance(action, argparse._SubParsersAction) and not action.help]
+    return missing
+
+
+def test_every_command_and_option_has_help_and_every_command_an_example():
+    assert missing_help(cli.build_parser()) == []
+
+
+def test_the_help_check_finds_an_option_without_help():
+    parser = cli.build_parser()
+    parser.add_argument("--undocumented")
+    assert missing_help(parser) == ["labkit undocumented"]
+
+
+def test_version():
+    done = labkit("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"labkit {labkit_package.__version__}"
+
+
+def test_tf_config_without_a_running_cluster_says_it_shows_an_example(state_dir):
+    done = labkit("tf-config", "worker:1")
+    assert done.stdout.startswith("An EXAMPLE cluster") and "no labkit cluster is running" in done.stdout
+    assert "worker    1      localhost:2224  <- this process" in done.stdout
+
+
+def test_tf_config_prints_a_valid_config_for_the_task(state_dir):
+    done = labkit("tf-config", "worker:1", "--json", "--workers", "3")
+    config = json.loads(done.stdout)
     assert config["task"] == {"type": "worker", "index": 1}
     assert len(config["cluster"]["worker"]) == 3
+    assert "EXAMPLE" in done.stderr
 
 
-def test_tf_config_for_a_missing_task_is_a_clear_error():
+def test_tf_config_for_a_missing_task_is_a_clear_error(state_dir):
     done = labkit("tf-config", "worker:5")
     assert done.returncode != 0 and "out of range" in done.stderr
+
+
+def test_stop_with_nothing_running_says_so(state_dir):
+    done = labkit("stop")
+    assert done.returncode == 0 and done.stdout.strip() == "no running labkit clusters"
+    done = labkit("stop", "demo", "--all")
+    assert done.returncode != 0 and "not both" in done.stderr
+
+
+OWNER = """import sys, labkit
+cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name="stop-me")
+print("ready", flush=True)
+sys.stdin.read()  # a learner's kernel, idle: runs until its stdin closes
+"""
+
+
+@pytest.mark.slow
+def test_tf_config_explains_the_running_cluster_and_stop_stops_its_tasks_not_its_owner(state_dir):
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout.readline().strip() == "ready"
+        [state_file] = state_dir.glob("stop-me-*.json")
+        state = json.loads(state_file.read_text())
+        worker_address = state["tasks"][1]["address"]
+
+        explained = labkit("tf-config", "worker:0").stdout
+        assert explained.startswith(f"The running cluster 'stop-me' (owner pid {owner.pid})")
+        assert f"worker    0      {worker_address}  <- this process" in explained
+        assert "EXAMPLE" in labkit("tf-config", "worker:0", "--ps", "2").stdout
+
+        wrong_name = labkit("stop", "demo")
+        assert wrong_name.returncode != 0 and "running: stop-me" in wrong_name.stderr
+        done = labkit("stop", "stop-me")
+        assert done.returncode == 0 and "ps:0, worker:0" in done.stdout, done.stderr
+        assert wait_until_gone([task["pid"] for task in state["tasks"]]) == []
+        assert owner.poll() is None, "stop must not end the program that owns the cluster"
+        assert labkit("status").stdout.strip() == "no running labkit clusters"
+    finally:
+        owner.stdin.close()
+        owner.wait(timeout=60)
 
 
 def test_doctor_reports_keras_2_and_the_security_fact():
@@ -39,7 +134,6 @@ def test_doctor_reports_keras_2_and_the_security_fact():
     assert "all network interfaces" in done.stdout
 
 
-@pytest.mark.slow
 def test_up_serves_until_ctrl_c_and_status_sees_it():
     up = subprocess.Popen([*LABKIT, "up", "--workers", "1"], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True, preexec_fn=default_ctrl_c)
@@ -64,7 +158,6 @@ def test_up_serves_until_ctrl_c_and_status_sees_it():
     assert wait_until_gone(pids) == []
 
 
-@pytest.mark.slow
 def test_demo_trains_mnist_to_90_percent():
     done = labkit("demo", "--target", "0.90", timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

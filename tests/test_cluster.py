@@ -21,7 +21,7 @@ from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
 from labkit.processes import EXIT_PORT_IN_USE
 from support import default_ctrl_c, is_running, signal_state, wait_until_gone
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")

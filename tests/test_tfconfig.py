@@ -208,6 +208,7 @@ def test_the_tf_config_of_a_tfjob_pod_is_accepted_and_explained(task):
                                          OPERATOR_CLUSTER[task["type"]][task["index"]]]
 
 
+@pytest.mark.cluster
 @pytest.mark.slow
 def test_labkit_server_starts_from_the_tf_config_a_tfjob_pod_gets(tmp_path):
     """The ps container of an exported TFJob, started as the Pod would start it: its command and

@@ -3,11 +3,11 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import checks, models, sharding, train
+from labkit import checks, models, progress, sharding, train
 from labkit.data import load_mnist
 
 tf = pytest.importorskip("tensorflow")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture(scope="module")
@@ -141,3 +141,13 @@ def test_a_sidecar_evaluator_process_evaluates_the_checkpoints(cluster, tmp_path
     assert sidecar.wait(timeout=120) == 0
     assert lines and lines[-1].startswith("checkpoint at step 300:")
     assert float(lines[-1].split()[-1]) > 0.8
+
+
+def test_progress_is_a_printed_line_at_most_every_interval_and_always_the_last(capsys, monkeypatch):
+    clock = iter([0.0, 1.0, 6.0, 7.0, 8.0, 9.0])  # the start, then the time at each line() call
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: next(clock))
+    lines = progress.ProgressLines(400, "training", every_seconds=5)
+    for done in (100, 200, 300, 400, 400):  # the total reached twice: one last line
+        lines.line(done, loss="0.500")
+    assert capsys.readouterr().out.splitlines() == ["training: 200/400 steps, loss 0.500, 6.0 s",
+                                                    "training: 400/400 steps, loss 0.500, 8.0 s"]

@@ -9,7 +9,7 @@ from labkit.train import History
 from labkit.widgets import ALIVE, DEAD, ClusterDashboard
 from support import is_running
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.cluster
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 

@@ -10,6 +10,7 @@ from labkit.bench.plan import interval_steps
 from labkit.bench.stats import first_reaching, spread
 from labkit.bench.workloads import Data, parameter_bytes, workload
 from labkit.cluster import LocalCluster
+from labkit.progress import ProgressLines
 
 
 def result_row(point, work, meter, steps, accuracies, target_accuracy):
@@ -73,7 +74,6 @@ def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_s
     Variables of at least ``min_shard_bytes`` are sharded over the parameter servers.
     """
     import tensorflow as tf
-    from tqdm.auto import tqdm
 
     data = data or Data({p.model for p in points})
     baselines = [p for p in points if p.loop == "single-process"]
@@ -84,23 +84,23 @@ def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_s
               for shape, group in shapes}
     rows = []
     total = sum(len(group) + len(beside[shape]) for shape, group in shapes)
-    with tqdm(total=total, desc="bench", unit="point") as bar:
-        for (workers, ps), group in shapes:
-            with LocalCluster(workers, ps, name="bench") as cluster:
-                partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
-                strategy = cluster.strategy(variable_partitioner=partitioner)
-                coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-                for point in beside[(workers, ps)] + group:
-                    if point.loop == "single-process":
-                        bar.set_postfix_str(f"{point.model} single process, beside {workers}w {ps}ps")
-                        row = measure_single_process(point, data, repeats, min_steps, target_accuracy)
-                    else:
-                        bar.set_postfix_str(f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}")
-                        row = measure_on_cluster(point, cluster, strategy, coordinator, data,
-                                                 repeats, min_steps, target_accuracy)
-                    gc.collect()  # free this point's functions while their workers still run
-                    rows.append({**row, "beside_workers": workers, "beside_ps": ps})
-                    bar.update()
+    progress = ProgressLines(total, "bench", unit="point", every_seconds=0)  # a line per point measured
+    for (workers, ps), group in shapes:
+        with LocalCluster(workers, ps, name="bench") as cluster:
+            partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
+            strategy = cluster.strategy(variable_partitioner=partitioner)
+            coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+            for point in beside[(workers, ps)] + group:
+                if point.loop == "single-process":
+                    row = measure_single_process(point, data, repeats, min_steps, target_accuracy)
+                    measured = f"{point.model} single process, beside {workers}w {ps}ps"
+                else:
+                    row = measure_on_cluster(point, cluster, strategy, coordinator, data,
+                                             repeats, min_steps, target_accuracy)
+                    measured = f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}"
+                gc.collect()  # free this point's functions while their workers still run
+                rows.append({**row, "beside_workers": workers, "beside_ps": ps})
+                progress.line(len(rows), measured=measured)
     return add_ratios(rows)
 
 

@@ -1,0 +1,50 @@
+"""Where a notebook defines a function or class that labkit keeps for reuse, the two are the same
+code (compared as syntax trees, so comments and blank lines may differ): the learner reads and
+edits the notebook's copy, and the lab runs labkit's."""
+import ast
+import inspect
+import textwrap
+
+import nbformat
+import pytest
+
+from labkit.bench import metering, stats
+from smoke_notebooks import NOTEBOOKS
+
+# (notebook, the name it defines, labkit's object)
+COPIES = [
+    ("08_performance_analysis.ipynb", "Meter", metering.Meter),
+    ("08_performance_analysis.ipynb", "spread", stats.spread),
+    ("08_performance_analysis.ipynb", "run_custom", metering.run_custom),
+]
+
+
+def definitions(source):
+    """{name: syntax tree} of the top-level functions and classes in ``source``."""
+    return {node.name: node for node in ast.parse(source).body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def notebook_definition(name, notebook):
+    cells = nbformat.read(NOTEBOOKS / notebook, as_version=4).cells
+    found = [tree for cell in cells if cell.cell_type == "code"
+             for defined, tree in definitions(cell.source).items() if defined == name]
+    assert len(found) == 1, f"{notebook} defines {name} {len(found)} times; expected once"
+    return found[0]
+
+
+def same_code(one, other):
+    return ast.dump(one) == ast.dump(other)
+
+
+@pytest.mark.parametrize("notebook, name, kept", COPIES, ids=[f"{n[:2]}-{name}" for n, name, _ in COPIES])
+def test_the_notebook_defines_what_labkit_keeps(notebook, name, kept):
+    [labkit_tree] = definitions(textwrap.dedent(inspect.getsource(kept))).values()
+    assert same_code(notebook_definition(name, notebook), labkit_tree), (
+        f"{notebook}'s {name} differs from {kept.__module__}.{kept.__qualname__}: change both the same way")
+
+
+def test_a_changed_copy_is_told_apart():
+    original = definitions(inspect.getsource(stats.spread))["spread"]
+    changed = definitions(inspect.getsource(stats.spread).replace("[25, 50, 75]", "[10, 50, 90]"))["spread"]
+    assert same_code(original, original) and not same_code(original, changed)
