@@ -15,4 +15,4 @@ WORKDIR /home/pslab
 # TensorFlow servers listen on every interface with no authentication: the manifests'
 # NetworkPolicy admits only the cluster's own Pods to the TF ports.
 EXPOSE 2222
-CMD ["python", "-m", "labkit.server"]
+CMD ["python", "-m", "labkit.runtime.server"]

@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 TEST_STAMP := $(VENV)/.test-installed-stamp
 KERNEL := pslab
-# The learner's copies of notebooks/ and exercises/ (git ignores it; see labkit/workfolder.py).
+# The learner's copies of notebooks/ and exercises/ (git ignores it; see labkit/tools/workfolder.py).
 WORK   := work
 WHEELHOUSE := wheelhouse
 
@@ -48,7 +48,7 @@ kernel: ## (re)register the "PS Lab" Jupyter kernel with the kit's environment v
 # The first run copies notebooks/ and exercises/ into $(WORK)/; later runs copy only missing files.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: install ## install if needed, copy the notebooks into work/ (once) and open JupyterLab there
-	$(PY) -m labkit.workfolder $(WORK)
+	$(PY) -m labkit.tools.workfolder $(WORK)
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=$(WORK) --LabApp.default_url=/lab/tree/notebooks
 
 # The kernels inherit the variable from JupyterLab.
@@ -65,19 +65,19 @@ test-defaults: install-test ## run every notebook with its learner defaults, as 
 	$(PY) -m pytest notebooks
 
 exercises: install ## regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise)
-	$(PY) -m labkit.exercises
+	$(PY) -m labkit.tools.exercises
 
 doctor: install ## the workshop pre-flight: labkit doctor --workshop
-	$(PY) -m labkit.cli doctor --workshop
+	$(PY) -m labkit.tools.cli doctor --workshop
 
 bench: install ## the speed sweep: labkit bench (results in runs/bench/sweep)
-	$(PY) -m labkit.cli bench --out runs/bench/sweep
+	$(PY) -m labkit.tools.cli bench --out runs/bench/sweep
 
 bench-report: install ## the speed sweep through notebook 08: labkit bench --report
-	$(PY) -m labkit.cli bench --report --out runs/bench/report
+	$(PY) -m labkit.tools.cli bench --report --out runs/bench/report
 
 bench-startup: install ## cluster start-up against a bare TensorFlow import: labkit bench startup
-	$(PY) -m labkit.cli bench startup
+	$(PY) -m labkit.tools.cli bench startup
 
 measurements: install ## run every notebook, solution and benchmark; write docs/measurements.md (resumable)
 	$(PY) scripts/measurements.py

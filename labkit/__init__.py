@@ -64,12 +64,13 @@ def versions():
 _configure_environment()
 
 if "ipykernel" in sys.modules:
-    from labkit import display, tfruntime
+    from labkit.runtime import tfruntime
+    from labkit.tools import display
 
     tfruntime.import_quietly()
     display.show_figures_as_images()
 
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError  # noqa: E402
-from labkit.tfconfig import TFConfigError  # noqa: E402
+from labkit.runtime.tfconfig import TFConfigError  # noqa: E402
 
 __all__ = ["versions", "LocalCluster", "ClusterStartError", "PortInUseError", "TFConfigError", "KerasVersionError"]

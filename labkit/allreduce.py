@@ -4,7 +4,7 @@ Under ParameterServerStrategy one program, the coordinator, drives the cluster. 
 ``tf.distribute.MultiWorkerMirroredStrategy`` (MWMS) there is none: every worker runs the SAME
 program, configured by its own TF_CONFIG, holds a full copy of the variables, and each step
 waits until all workers have all-reduced their gradients. ``run_all_reduce`` starts
-``num_workers`` processes of ``python -m labkit.allreduce`` (``labkit.children``: they exit with
+``num_workers`` processes of ``python -m labkit.allreduce`` (``labkit.runtime.children``: they exit with
 their parent), waits for them and reads what each wrote to a JSON file.
 ``run_parameter_servers`` trains the same ``Plan`` on a ``LocalCluster`` from this process.
 
@@ -29,7 +29,8 @@ import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads
 import psutil
 import tensorflow as tf
 
-from labkit import children, models, processes, sharding, traffic, train
+from labkit import models, sharding, traffic, train
+from labkit.runtime import children, processes
 from labkit.cluster import HOST, pick_port
 from labkit.data import current_worker_index, load_mnist, mnist_dataset_fn, power_law_ids
 from labkit.progress import ProgressLines
@@ -237,7 +238,7 @@ def run_all_reduce(*plans, timeout=600.0, log_dir=None):
 def tf_config(cluster, index):
     """Worker ``index``'s TF_CONFIG for all-reduce: the cluster lists workers only, worker 0 is the chief.
 
-    (``labkit.tfconfig`` checks parameter-server clusters, which need a "ps" job.)
+    (``labkit.runtime.tfconfig`` checks parameter-server clusters, which need a "ps" job.)
     """
     return {"cluster": cluster, "task": {"type": "worker", "index": index}}
 

@@ -1,13 +1,13 @@
 """LocalCluster: a real parameter-server cluster made of local processes.
 
 Every task (each worker, each parameter server) is its own OS process running
-``python -m labkit.server``, configured only by its own TF_CONFIG, exactly as
+``python -m labkit.runtime.server``, configured only by its own TF_CONFIG, exactly as
 on a real machine. The process that owns the LocalCluster is the coordinator.
 
-No orphans: each task is a ``labkit.children`` process, which exits when its
+No orphans: each task is a ``labkit.runtime.children`` process, which exits when its
 stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
-with the same name starts. ``labkit.processes`` starts, waits for and stops them.
+with the same name starts. ``labkit.runtime.processes`` starts, waits for and stops them.
 """
 import contextlib
 import html
@@ -22,7 +22,7 @@ from pathlib import Path
 import portpicker
 import psutil
 
-from labkit import children, processes, tfconfig, tfruntime
+from labkit.runtime import children, processes, tfconfig, tfruntime
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
@@ -302,12 +302,12 @@ class LocalCluster:
     # ----- internals --------------------------------------------------------
     def _assign_ports(self):
         self.chief_port = pick_port() if self.chief else None
-        roles = [("ps", i) for i in range(self.num_ps)] + [("worker", i) for i in range(self.num_workers)]
-        self.tasks = [Task(kind, index, pick_port(), self.log_dir / f"{kind}-{index}.log")
-                      for kind, index in roles]
+        tasks = [("ps", i) for i in range(self.num_ps)] + [("worker", i) for i in range(self.num_workers)]
+        self.tasks = [Task(task_type, index, pick_port(), self.log_dir / f"{task_type}-{index}.log")
+                      for task_type, index in tasks]
 
     def _launch(self, task):
-        task.process = children.start_program("labkit.server", tf_config=self.tf_config(task.name),
+        task.process = children.start_program("labkit.runtime.server", tf_config=self.tf_config(task.name),
                                               log_path=task.log_path)
         task.started_at = time.monotonic()
 
@@ -377,10 +377,10 @@ def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
 
 
 def _serving_task(pid):
-    """True if ``pid`` is a running (not zombie) ``labkit.server`` task, not another program that got the pid."""
+    """True if ``pid`` is a running (not zombie) ``labkit.runtime.server`` task, not another program that got the pid."""
     try:
         process = psutil.Process(pid) if pid else None
-        return bool(process) and process.status() != psutil.STATUS_ZOMBIE and "labkit.server" in process.cmdline()
+        return bool(process) and process.status() != psutil.STATUS_ZOMBIE and "labkit.runtime.server" in process.cmdline()
     except psutil.Error:
         return False
 

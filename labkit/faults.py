@@ -9,7 +9,7 @@ What happens when a task dies:
   fix: restart the PS, rebuild strategy, coordinator and model, and restore the
   last checkpoint. At most one checkpoint interval of steps is lost;
 - the **coordinator**: nothing trains until it is restarted; it resumes from the
-  last checkpoint too (see ``labkit.coordinator``).
+  last checkpoint too (see ``labkit.deploy.coordinator``).
 
 ``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
 """
@@ -25,7 +25,8 @@ import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import psutil
 import tensorflow as tf
 
-from labkit import children, models, processes, tfruntime, train
+from labkit import models, train
+from labkit.runtime import children, loglines, processes, tfruntime
 
 PS_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError)
 
@@ -131,7 +132,7 @@ class Timeline:
 
     @staticmethod
     def format_event(seconds, step, event):
-        return f"{seconds:7.1f} s  step {step:>5}  {event}"
+        return loglines.timeline_line(seconds, step, event)
 
     def __str__(self):
         return "\n".join(self.format_event(*event) for event in self.events)
@@ -205,7 +206,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
         if manager.latest_checkpoint:
             checkpoint.restore(manager.latest_checkpoint)
         step = int(job.optimizer.iterations.numpy())
-        report.timeline.add(step, f"resumed from checkpoint at step {step}" if step else "started")
+        report.timeline.add(step, loglines.resumed_line(step) if step else "started")
         # Every worker takes part from the first closure on, also when one connects late.
         refused = wait_until_workers_reach_parameter_servers(job)
         if failure:
@@ -236,7 +237,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 step = int(job.optimizer.iterations.numpy())
                 manager.save(checkpoint_number=step)
                 _record(report, step, job.model, evaluate)
-                report.timeline.add(step, "checkpoint saved")
+                report.timeline.add(step, loglines.CHECKPOINT_SAVED)
             if report.final_step != step:  # resumed from a checkpoint at or past num_steps
                 _record(report, step, job.model, evaluate)
             report.timeline.add(step, "training finished")
@@ -342,13 +343,13 @@ def cpu_seconds(pid):
 
 
 def start_coordinator(cluster, *arguments):
-    """Start ``python -m labkit.coordinator`` as ``cluster``'s chief; read its timeline from ``.stdout``.
+    """Start ``python -m labkit.deploy.coordinator`` as ``cluster``'s chief; read its timeline from ``.stdout``.
 
     The cluster needs ``chief=True``. The process exits with this one, like task processes.
     """
     if not cluster.chief:
         raise ValueError("the cluster has no chief address: create it with LocalCluster(..., chief=True)")
-    return children.start_program("labkit.coordinator", *arguments, tf_config=cluster.tf_config("chief:0"),
+    return children.start_program("labkit.deploy.coordinator", *arguments, tf_config=cluster.tf_config("chief:0"),
                                   log_path=cluster.log_dir / "chief-0.log", read_stdout=True)
 
 
@@ -380,7 +381,7 @@ def _succeeded(remote_value):
 
 
 def kill_and_restart_coordinator(cluster, arguments, kill_when, resumed_when, finished_when):
-    """Run ``labkit.coordinator``, SIGKILL it once it prints ``kill_when``, start it again, let it finish.
+    """Run ``labkit.deploy.coordinator``, SIGKILL it once it prints ``kill_when``, start it again, let it finish.
 
     Returns the lines before the kill, the lines after the restart, and the seconds from
     the kill until the new process printed ``resumed_when``.

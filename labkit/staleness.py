@@ -267,13 +267,13 @@ def slowed(dataset, milliseconds):
     return tf.data.experimental.from_variant(variant, dataset.element_spec).with_options(options)
 
 
-def worker_batches(data, batch_size, seed, straggler=None, straggler_ms=0):
-    """A ``dataset_fn``: MNIST batches in each worker's own order (``labkit.data``); worker ``straggler`` slowed."""
+def worker_batches(data, batch_size, seed, slow_worker=None, slow_ms=0):
+    """A ``dataset_fn``: MNIST batches in each worker's own order (``labkit.data``); worker ``slow_worker`` slowed."""
     batches = mnist_dataset_fn(data, batch_size, seed)
 
     def dataset_fn():
         dataset = batches()
-        return slowed(dataset, straggler_ms) if straggler is not None and current_worker_index() == straggler else dataset
+        return slowed(dataset, slow_ms) if slow_worker is not None and current_worker_index() == slow_worker else dataset
     return dataset_fn
 
 
@@ -333,11 +333,11 @@ def delay_name(delay, random_delay=False):
 
 
 def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0,
-                num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64, straggler=None,
-                straggler_ms=0, seed=0, random_delay=False, ssp_bound=None, max_wait_ms=2000):
+                num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64, slow_worker=None,
+                slow_ms=0, seed=0, random_delay=False, ssp_bound=None, max_wait_ms=2000):
     """Train the MNIST MLP with StalenessSGD on the cluster; evaluate every ``evaluate_every`` steps.
 
-    Worker ``straggler`` (an index) waits ``straggler_ms`` for each batch, inside its
+    Worker ``slow_worker`` (an index) waits ``slow_ms`` for each batch, inside its
     read→update window: a slow input pipeline.
     """
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
@@ -348,7 +348,7 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
         model = models.mnist_mlp()
         optimizer = StalenessSGD(model.trainable_variables, rule, learning_rate, delay, num_workers,
                                  random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seed)
-    batches = train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, straggler, straggler_ms))
+    batches = train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, slow_worker, slow_ms))
 
     def evaluate():
         finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from labkit import cli
+from labkit.tools import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "cli.md"

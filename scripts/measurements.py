@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "runs" / "measurements"
 PAGE = ROOT / "docs" / "measurements.md"
-LABKIT = [sys.executable, "-m", "labkit.cli"]
+LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 
 
 def items():

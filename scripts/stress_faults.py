@@ -10,7 +10,6 @@ cluster (2 workers, 1 PS); a child that crashes fails its round, and a new child
 """
 import argparse
 import faulthandler
-import re
 import subprocess
 import sys
 import tempfile
@@ -19,11 +18,12 @@ import time
 import labkit
 from labkit import faults
 from labkit.data import load_mnist
+from labkit.runtime import loglines
 
 NUM_STEPS, CHECKPOINT_EVERY = 120, 40
 WORKER_FAULTS = [faults.Fault(50, "worker:1"), faults.Fault(90, "worker:1", "restart")]
 PS_KILL_STEP = 70
-COORDINATOR_KILL = "step    40  checkpoint saved"
+COORDINATOR_KILL = loglines.timeline_event(40, loglines.CHECKPOINT_SAVED)
 
 
 def recovery_run(cluster, data, injected_faults):
@@ -52,11 +52,11 @@ def coordinator_round(cluster, data):
     arguments = ["--checkpoint-dir", tempfile.mkdtemp(prefix="labkit-stress-"), "--num-steps", str(NUM_STEPS),
                  "--checkpoint-every", str(CHECKPOINT_EVERY)]
     _, lines, _ = faults.kill_and_restart_coordinator(cluster, arguments, kill_when=COORDINATOR_KILL,
-                                                      resumed_when="resumed from checkpoint",
-                                                      finished_when="finished at step")
-    resumed = [line for line in lines if "resumed from checkpoint" in line]
-    if len(resumed) != 1 or not re.search(r"at step (40|80)$", resumed[0]) \
-            or f"finished at step {NUM_STEPS}" not in lines[-1]:
+                                                      resumed_when=loglines.RESUMED,
+                                                      finished_when=loglines.FINISHED)
+    resumed = [loglines.resumed_step(line) for line in lines if loglines.RESUMED in line]
+    if resumed not in ([40], [80]) or loglines.finished(lines[-1]) is None \
+            or loglines.finished(lines[-1])[0] != NUM_STEPS:
         return f"resumed: {resumed}, last line: {lines[-1]}"
     return None
 

@@ -20,7 +20,7 @@ private memory (USS) of the processes plus the largest shared part of any one of
 shared pages are mostly the same libraries, counted once).
 
 ``--peaks-table`` merges the results into the kit's table of measured peaks
-(labkit/notebook_peaks.json), which the instructor guide shows and
+(labkit/tools/notebook_peaks.json), which the instructor guide shows and
 ``labkit doctor --workshop`` compares with free memory.
 
 MNIST: "keras" (full MNIST) where it is cached or downloadable; otherwise
@@ -42,9 +42,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-PEAKS_TABLE = ROOT / "labkit" / "notebook_peaks.json"
+PEAKS_TABLE = ROOT / "labkit" / "tools" / "notebook_peaks.json"
 GUIDE = ROOT / "docs" / "instructor-guide.md"
-TABLE_BEGIN = "<!-- measured peaks: written by scripts/time_notebooks.py --peaks-table from labkit/notebook_peaks.json -->"
+TABLE_BEGIN = "<!-- measured peaks: written by scripts/time_notebooks.py --peaks-table from labkit/tools/notebook_peaks.json -->"
 TABLE_END = "<!-- end of measured peaks -->"
 SAMPLE_SECONDS = 0.5
 MB = 1e6
@@ -53,11 +53,11 @@ MB = 1e6
 def task_name(process):
     """What a process of the run is: "kernel", "worker:0", "ps:1", "coordinator", ... or its program name."""
     cmdline = process.cmdline()
-    if "labkit.server" in cmdline:
+    if "labkit.runtime.server" in cmdline:
         task = json.loads(process.environ().get("TF_CONFIG", "{}")).get("task", {})
         return f"{task.get('type')}:{task.get('index')}"
-    for module, name in (("ipykernel_launcher", "kernel"), ("labkit.coordinator", "coordinator"),
-                         ("labkit.evaluator", "evaluator"), ("papermill", "papermill")):
+    for module, name in (("ipykernel_launcher", "kernel"), ("labkit.deploy.coordinator", "coordinator"),
+                         ("labkit.deploy.evaluator", "evaluator"), ("papermill", "papermill")):
         if any(module in part for part in cmdline):
             return name
     return Path(cmdline[0]).name if cmdline else process.name()

@@ -47,7 +47,7 @@ def check(wheelhouse):
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
                         str(wheelhouse), "-e", str(ROOT)], check=True, env=env)
-        probe = ("from labkit import doctor\n"
+        probe = ("from labkit.tools import doctor\n"
                  "for check in (doctor.python_version, doctor.pinned_versions, doctor.keras_2):\n"
                  "    status, detail = check(); print(status, detail); assert status == 'PASS', detail\n")
         subprocess.run([str(python), "-c", probe], check=True, env=env, cwd=scratch)

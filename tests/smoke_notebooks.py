@@ -11,20 +11,20 @@ from pathlib import Path
 import nbformat
 import papermill
 
-from labkit import manifest
+from labkit.tools import manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
 RESULTS_DIR = ROOT / "runs" / "smoke-results"  # each smoke run records its results.json here
 
-# Each notebook's manifest (its "labkit" metadata, labkit.manifest) holds its smoke parameters and why they suffice.
+# Each notebook's manifest (its "labkit" metadata, labkit.tools.manifest) holds its smoke parameters and why they suffice.
 MANIFESTS = manifest.read_all(NOTEBOOKS)
 SMOKE_PARAMETERS = {name: notebook.smoke_parameters for name, notebook in MANIFESTS.items()}
 
 
 def results_dir(name):
-    """Where the smoke run of notebook ``name`` records its results (``labkit.results``)."""
+    """Where the smoke run of notebook ``name`` records its results (``labkit.tools.results``)."""
     return RESULTS_DIR / Path(name).stem
 
 

@@ -14,7 +14,7 @@ import pytest
 from labkit import bench, traffic
 from labkit.bench import metering
 
-LABKIT = [sys.executable, "-m", "labkit.cli"]
+LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 TINY_GRID = ["--workers", "1", "--ps", "1", "--steps-per-closure", "1", "10", "--models", "mlp", "--batch-sizes", "64",
              "--repeats", "2", "--min-steps", "20", "--target-accuracy", "0.5"]
 
@@ -151,10 +151,10 @@ def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep)
     for row in on_cluster:
         assert set(row["cpu_per_task"]) == {"coordinator", "ps:0", "worker:0"}
         assert row["cpu_workers"] > 0 and row["cpu_ps"] > 0
-        assert row["analytic_bytes_per_step"] == 2 * row["parameter_bytes"]
+        assert row["analytic_bytes_per_step"] == 2 * row["model_bytes"]
         if row["measured_pull_bytes_per_step"] is not None:  # `ss` available: the sockets saw ~M each way
-            assert 0.8 < row["measured_pull_bytes_per_step"] / row["parameter_bytes"] < 1.5
-            assert 0.8 < row["measured_push_bytes_per_step"] / row["parameter_bytes"] < 1.5
+            assert 0.8 < row["measured_pull_bytes_per_step"] / row["model_bytes"] < 1.5
+            assert 0.8 < row["measured_push_bytes_per_step"] / row["model_bytes"] < 1.5
 
 
 @pytest.mark.cluster

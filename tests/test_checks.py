@@ -170,9 +170,9 @@ RIGHT_TIMES = {1: [2.0, 2.2, 2.1], 2: [1.5, 1.2, 1.4]}
     ({1: [2.0, 2.2, 2.1], 2: [1.5, 0.0, 1.4]}, "measure seconds as a float"),
 ])
 def test_ex4_timings_must_be_separate_repeats(times, message):
-    checks.timings(RIGHT_TIMES, [1, 2], 3)
+    checks.timed_every_worker_count(RIGHT_TIMES, [1, 2], 3)
     with pytest.raises(AssertionError, match=message):
-        checks.timings(times, [1, 2], 3)
+        checks.timed_every_worker_count(times, [1, 2], 3)
 
 
 @pytest.mark.parametrize("answer, message", [
@@ -189,9 +189,9 @@ def test_ex4_differences_beyond_the_spread_are_those_whose_timings_do_not_overla
 
 def test_ex4_spreads_must_come_from_the_timings():
     right = {1: (2.2 - 2.0) / 2.1, 2: (1.5 - 1.2) / 1.4}
-    checks.spreads(right, RIGHT_TIMES)
+    checks.spread_is_range_over_median(right, RIGHT_TIMES)
     with pytest.raises(AssertionError, match="give \\(max - min\\) / median"):
-        checks.spreads({1: right[1], 2: 0.3}, RIGHT_TIMES)
+        checks.spread_is_range_over_median({1: right[1], 2: 0.3}, RIGHT_TIMES)
 
 
 def errorbar_axis(xs, medians, low, high, label=True):
@@ -404,7 +404,7 @@ def test_08_saved_results_must_match_the_points():
 
 
 def test_08_dense_traffic_must_be_about_the_model_size():
-    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "steps_per_closure": 1, "parameter_bytes": 1000,
+    row = {"model": "mlp", "loop": "custom", "workers": 1, "ps": 1, "steps_per_closure": 1, "model_bytes": 1000,
            "measured_pull_bytes_per_step": 1100, "measured_push_bytes_per_step": 1050}
     checks.dense_traffic_is_model_size(row)
     with pytest.raises(AssertionError, match="push 0.10 M per step"):

@@ -9,12 +9,12 @@ import sys
 import pytest
 
 import labkit as labkit_package
-from labkit import cli
+from labkit.tools import cli
 from support import default_ctrl_c, signal_state, wait_until_gone
 
 pytestmark = pytest.mark.cluster
 
-LABKIT = [sys.executable, "-m", "labkit.cli"]
+LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 
 
 def labkit(*args, timeout=300):
@@ -102,7 +102,6 @@ sys.stdin.read()  # a learner's kernel, idle: runs until its stdin closes
 """
 
 
-@pytest.mark.slow
 def test_tf_config_explains_the_running_cluster_and_stop_stops_its_tasks_not_its_owner(state_dir):
     owner = subprocess.Popen([sys.executable, "-c", OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

@@ -18,7 +18,7 @@ import pytest
 
 from labkit import cluster as cluster_module
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
-from labkit.processes import EXIT_PORT_IN_USE
+from labkit.runtime.processes import EXIT_PORT_IN_USE
 from support import default_ctrl_c, is_running, signal_state, wait_until_gone
 
 pytestmark = pytest.mark.cluster
@@ -149,7 +149,7 @@ def test_a_server_exits_with_the_port_in_use_code_only_for_a_port_clash():
     """Any other failure to start the server is its own error (exit code 1), not "port in use"."""
     port = cluster_module.pick_port()
     tf_config = {"cluster": {"ps": [f"localhost:{port}"], "worker": ["localhost:1"]}, "task": {"type": "ps", "index": 0}}
-    broken = ("import tensorflow as tf, labkit.server as server\n"
+    broken = ("import tensorflow as tf, labkit.runtime.server as server\n"
               "def fails(*args, **kwargs): raise tf.errors.UnknownError(None, None, 'out of file descriptors')\n"
               "tf.distribute.Server = fails\n"
               "server.main()\n")
@@ -271,7 +271,7 @@ def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():
     tf_config = {"cluster": {"ps": [f"localhost:{port}"], "worker": ["localhost:1"]},
                  "task": {"type": "ps", "index": 0}}
     env = {key: value for key, value in os.environ.items() if key != "LABKIT_EXIT_WITH_PARENT"}
-    server = subprocess.Popen([sys.executable, "-m", "labkit.server"], stdin=subprocess.DEVNULL,
+    server = subprocess.Popen([sys.executable, "-m", "labkit.runtime.server"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env={**env, "TF_CONFIG": json.dumps(tf_config)})
     try:

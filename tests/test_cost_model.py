@@ -147,7 +147,7 @@ def test_plan_measures_the_cost_model_inputs_for_every_model():
 
 
 def test_every_cable_is_rate_limited_at_both_ends_so_each_direction_gets_the_rate():
-    from labkit import netns
+    from labkit.deploy import netns
 
     network = netns.VirtualNetwork(["10.0.0.1", "10.0.0.2"], name="pslab-1")
     commands = network.rate_limit_commands(100)

@@ -215,7 +215,7 @@ def test_the_lookup_check_rejects_deduplicated_or_whole_table_traffic():
 
 def test_the_notebook_02_checks_reject_wrong_results():
     from labkit import checks
-    from labkit.snippets import ProgramResult
+    from labkit.tools.snippets import ProgramResult
 
     checks.fit_ran_every_input({"DatasetCreator": 5, "tf.data.Dataset": 5}, steps_per_epoch=5)
     with pytest.raises(AssertionError, match="got {'tf.data.Dataset': 0}"):

@@ -6,7 +6,8 @@ import sys
 import psutil
 import pytest
 
-from labkit import doctor, traffic
+from labkit import traffic
+from labkit.tools import doctor
 
 
 @pytest.mark.cluster
@@ -14,7 +15,7 @@ def test_the_workshop_preflight_passes_here_and_leaves_nothing_running(tmp_path)
     before = {child.pid for child in psutil.Process().children(recursive=True)}
     # Its own cluster registry: clusters of other jobs on this machine are not "left running" by this run.
     env = dict(os.environ, LABKIT_STATE_DIR=str(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "labkit.cli", "doctor", "--workshop"],
+    done = subprocess.run([sys.executable, "-m", "labkit.tools.cli", "doctor", "--workshop"],
                           capture_output=True, text=True, timeout=300, env=env)
     lines = done.stdout.splitlines()
     items = {line.split()[1]: line.split()[0] for line in lines if line[:4] in ("PASS", "WARN", "FAIL", "NOTE")}
@@ -90,7 +91,7 @@ def test_the_peaks_table_covers_every_notebook_and_solution_within_5_gb():
 
 
 def test_doctor_refuses_an_unknown_notebook_before_running_anything():
-    done = subprocess.run([sys.executable, "-m", "labkit.cli", "doctor", "--workshop", "--notebooks", "00", "99"],
+    done = subprocess.run([sys.executable, "-m", "labkit.tools.cli", "doctor", "--workshop", "--notebooks", "00", "99"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "labkit doctor: no measured notebook starts with '99'" in done.stderr
     assert "PASS" not in done.stdout

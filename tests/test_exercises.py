@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from support import processes_running, wait_until_gone
-from labkit import cli, exercises
+from labkit.tools import cli, exercises
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
@@ -103,7 +103,7 @@ for name, process in processes.items():
         WrongAnswer("seconds_by_workers = {num_workers: time_training", """
 seconds_by_workers = {num_workers: [1.5] * repeats for num_workers in worker_counts}
 spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
-""", "checks.timings(", "do not copy one timing"),
+""", "checks.timed_every_worker_count(", "do not copy one timing"),
         WrongAnswer("def time_training", """
     return [1.0 + repeat / 10 for repeat in range(repeats)]  # made-up timings, no cluster
 """, "checks.timed_the_cluster(", "scheduled nothing on the cluster"),
@@ -149,7 +149,7 @@ axis.set_ylabel("seconds")
         WrongAnswer("filtered = staleness.train_mnist", """
 filtered = staleness.train_mnist(strategy, coordinator, data, num_workers, staleness.StalenessFilter(max_tau),
                                  learning_rate=learning_rate, num_steps=num_steps, evaluate_every=num_steps,
-                                 steps_per_closure=1, straggler=0, straggler_ms=straggler_ms)
+                                 steps_per_closure=1, slow_worker=0, slow_ms=slow_ms)
 """, "checks.used_own_filter(", "not your filter"),
         WrongAnswer("updates_by_tau = ", """
 updates_by_tau = filtered.counts.sum(axis=0)

@@ -7,14 +7,15 @@ import sys
 
 import pytest
 
-from labkit import export, tfconfig
+from labkit.deploy import export
+from labkit.runtime import tfconfig
 
 CLUSTER = {"chief": ["10.0.0.9:2222"], "ps": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.2:2223"]}
 FLAGS = ["--chief", "10.0.0.9:2222", "--ps", "10.0.0.1:2222", "--worker", "10.0.0.2:2222", "--worker", "10.0.0.2:2223"]
 
 
 def labkit_export(*args):
-    return subprocess.run([sys.executable, "-m", "labkit.cli", "export", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "labkit.tools.cli", "export", *args], capture_output=True, text=True)
 
 
 def test_every_task_gets_its_tf_config_and_the_plan_command_in_its_host_directory(tmp_path):
@@ -33,7 +34,7 @@ def test_every_task_gets_its_tf_config_and_the_plan_command_in_its_host_director
         assert os.access(run, os.X_OK)
         words = shlex.split(run.read_text().splitlines()[-1])
         assert json.loads(words[2].removeprefix("TF_CONFIG=")) == config
-        program = export.DEFAULT_CHIEF_COMMAND if task == "chief:0" else "python -m labkit.server"
+        program = export.DEFAULT_CHIEF_COMMAND if task == "chief:0" else "python -m labkit.runtime.server"
         assert words[3:] == shlex.split(program)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import netns
+from labkit.deploy import netns
 
 pytestmark = pytest.mark.root
 

@@ -9,7 +9,7 @@ import nbformat
 import psutil
 import pytest
 
-from labkit import cli, grade
+from labkit.tools import cli, grade
 from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
 from test_exercises import EXERCISES, HARD_CODED_RECOVERY, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
 
@@ -127,7 +127,6 @@ def test_a_cluster_over_the_task_limit_is_refused_before_any_process_starts(monk
 
 
 # ----- running the notebooks ---------------------------------------------------------------------
-@pytest.mark.slow
 def test_grading_a_class(tmp_path):
     """One `labkit grade --jobs 2` over solutions, typical wrong answers, a blank exercise and broken ones."""
     submissions = tmp_path / "submissions"
@@ -170,7 +169,6 @@ def test_grading_a_class(tmp_path):
     assert after == before
 
 
-@pytest.mark.slow
 def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
     submissions = tmp_path / "submissions"
     hang = ("import subprocess, time\n"

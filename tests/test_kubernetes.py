@@ -8,7 +8,9 @@ import kubernetes_validate.utils
 import pytest
 import yaml
 
-from labkit import cli, kubernetes, tfconfig
+from labkit.deploy import kubernetes
+from labkit.runtime import tfconfig
+from labkit.tools import cli
 
 CLUSTER = {"chief": ["10.0.0.9:2222"], "ps": ["10.0.0.1:2222", "10.0.0.4:2223"],
            "worker": ["10.0.0.2:2222", "10.0.0.3:2222"]}
@@ -218,10 +220,10 @@ def test_the_tfjob_roles_run_the_kits_programs_and_mount_their_volumes():
     tfjob = tfjob_objects(evaluator=True)["TFJob"]
     commands = {replica_type: " ".join(container["command"])
                 for replica_type, container in replica_containers(tfjob).items()}
-    assert commands["PS"] == commands["Worker"] == "python -m labkit.server"
+    assert commands["PS"] == commands["Worker"] == "python -m labkit.runtime.server"
     assert commands["Chief"] == f"sh -c {kubernetes.DEFAULT_CHIEF_COMMAND}"
     assert "--data-dir /data" in commands["Chief"] and "--ship-arrays" not in commands["Chief"]
-    assert commands["Evaluator"].startswith("sh -c python -m labkit.evaluator --checkpoint-dir /checkpoints")
+    assert commands["Evaluator"].startswith("sh -c python -m labkit.deploy.evaluator --checkpoint-dir /checkpoints")
     mounted = {replica_type.lower(): mounts(spec["template"]["spec"])
                for replica_type, spec in tfjob["spec"]["tfReplicaSpecs"].items()}
     assert mounted == EXPECTED_MOUNTS | {"evaluator": {"pslab-checkpoints": ("/checkpoints", True)}}

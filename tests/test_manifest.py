@@ -5,7 +5,7 @@ import re
 import nbformat
 import pytest
 
-from labkit import manifest
+from labkit.tools import manifest
 from smoke_notebooks import NOTEBOOKS
 
 

@@ -84,7 +84,7 @@ def run_labkit_data(home, *args):
 
     dead_proxy = "http://127.0.0.1:9"  # nothing listens there: every download fails at once
     env = dict(os.environ, HOME=str(home), https_proxy=dead_proxy, HTTPS_PROXY=dead_proxy)
-    return subprocess.run([sys.executable, "-m", "labkit.cli", "data", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "labkit.tools.cli", "data", *args], capture_output=True, text=True,
                           env=env, timeout=120)
 
 

@@ -1,18 +1,18 @@
 """Four machines on one computer: `labkit export`'s files run in separate network namespaces.
 
-Each host is a network namespace with its own address on a private bridge (labkit.netns);
+Each host is a network namespace with its own address on a private bridge (labkit.deploy.netns);
 every task runs from its exported run.sh inside its host's namespace, so all cluster
 traffic crosses the bridge, where it is counted. Needs root and `ip`; skipped otherwise.
 """
 import os
-import re
 import signal
 import subprocess
 import sys
 
 import pytest
 
-from labkit import export, netns, processes
+from labkit.deploy import export, netns
+from labkit.runtime import loglines, processes
 from support import task_processes, wait_until_gone
 
 pytestmark = pytest.mark.root
@@ -66,7 +66,7 @@ def test_the_exported_plan_trains_mnist_across_network_namespaces(network, start
     addresses = ["--chief", f"{CHIEF}:{PORT}", "--ps", f"{PS}:{PORT}"]
     for worker in WORKERS:
         addresses += ["--worker", f"{worker}:{PORT}"]
-    done = subprocess.run([sys.executable, "-m", "labkit.cli", "export", *addresses,
+    done = subprocess.run([sys.executable, "-m", "labkit.tools.cli", "export", *addresses,
                            "--chief-command", CHIEF_COMMAND, "--out", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     tasks = export.exported_tasks(out)
@@ -84,9 +84,9 @@ def test_the_exported_plan_trains_mnist_across_network_namespaces(network, start
                                     NUM_STEPS, timeout=180)
     after = network.traffic()
 
-    finished = re.search(rf"finished at step {NUM_STEPS} with test accuracy ([0-9.]+)", chief_log)
-    assert finished, chief_log[-3000:]
-    accuracy = float(finished.group(1))
+    finished = loglines.finished(chief_log)
+    assert finished and finished[0] == NUM_STEPS, chief_log[-3000:]
+    accuracy = finished[1]
     crossed = {host: (after[host][0] - before[host][0], after[host][1] - before[host][1]) for host in after}
     print(f"\ntest accuracy {accuracy:.4f} after {NUM_STEPS} steps; bytes through the bridge (sent, received):")
     for host, (sent, received) in crossed.items():
@@ -108,7 +108,7 @@ def test_a_task_in_a_namespace_exits_when_the_process_that_started_it_dies(netwo
                   plan_dir)
     ps_dir = plan_dir / PS / "ps-0"
     starter = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from labkit import export; "
+        [sys.executable, "-c", "import sys, time; from labkit.deploy import export; "
          "ps = export.start_task(sys.argv[1], sys.argv[2]); export.wait_until_serving(ps, sys.argv[1]); "
          "print(ps.pid, flush=True); time.sleep(600)", str(ps_dir), network.namespace(PS)],
         stdout=subprocess.PIPE, text=True)

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from executed_notebooks import FIGURE_CALLS, executed_copy
-from labkit import results
+from labkit.tools import results
 from smoke_notebooks import MANIFESTS, NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
 
 pytestmark = pytest.mark.notebook

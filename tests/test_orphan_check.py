@@ -22,7 +22,7 @@ CONFTEST = textwrap.dedent("""
     support.ORPHAN_GRACE_SECONDS = 1.0
 """)
 
-# A real `python -m labkit.server` with a valid TF_CONFIG, started as its own session without the
+# A real `python -m labkit.runtime.server` with a valid TF_CONFIG, started as its own session without the
 # parent-death pipe, so it outlives the sub-run as an orphan would. Its pid goes to a file.
 START_SERVER = textwrap.dedent("""
     import json, os, subprocess, sys
@@ -31,7 +31,7 @@ START_SERVER = textwrap.dedent("""
     def start_server():
         ps, worker = (f"localhost:{portpicker.pick_unused_port()}" for _ in range(2))
         config = {"cluster": {"ps": [ps], "worker": [worker]}, "task": {"type": "ps", "index": 0}}
-        return subprocess.Popen([sys.executable, "-m", "labkit.server"], stdin=subprocess.DEVNULL,
+        return subprocess.Popen([sys.executable, "-m", "labkit.runtime.server"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                                 env=dict(os.environ, TF_CONFIG=json.dumps(config)))
 """)

@@ -1,4 +1,4 @@
-"""labkit.processes on small real processes (no TensorFlow): wait until serving, stop, log tails, exit hook."""
+"""labkit.runtime.processes on small real processes (no TensorFlow): wait until serving, stop, log tails, exit hook."""
 import signal
 import socket
 import subprocess
@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from labkit import processes
+from labkit.runtime import processes
 from support import is_running, wait_until_gone
 
 PYTHON = sys.executable
@@ -90,7 +90,7 @@ def test_stop_kills_a_process_that_ignores_sigterm_after_the_grace_period(tmp_pa
 
 EXITING_OWNER = textwrap.dedent("""
     import atexit, sys
-    from labkit import processes
+    from labkit.runtime import processes
     hooks = atexit._ncallbacks()
     started = [processes.start_command([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
     print(" ".join(str(p.pid) for p in started), atexit._ncallbacks() - hooks, flush=True)

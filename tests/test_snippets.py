@@ -6,7 +6,7 @@ import time
 
 import psutil
 
-from labkit import snippets
+from labkit.tools import snippets
 from support import wait_until_gone
 
 import pytest
@@ -37,7 +37,7 @@ def test_the_keras_version_is_the_one_asked_for():
 
 def test_a_snippet_dies_with_the_process_that_runs_it():
     caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
-        from labkit import snippets
+        from labkit.tools import snippets
         snippets.run_program("import time\\ntime.sleep(120)", {}, timeout=120)
     """)])
     deadline = time.monotonic() + 30

@@ -119,7 +119,7 @@ def test_ssp_makes_a_worker_too_far_ahead_wait_and_gives_up_after_the_timeout():
     assert float(optimizer.waited.numpy()) == 0.0
     optimizer.begin_step(0)  # 20 polls of 2 ms, then it gives up: at least 40 ms of wall time
     waited = float(optimizer.waited.numpy())
-    assert 0.04 <= waited < 2.0 and int(optimizer.timeouts.numpy()) == 1
+    assert waited >= 0.04 and int(optimizer.timeouts.numpy()) == 1  # wall time: no upper bound under load
     optimizer.apply([tf.constant([1.0])], optimizer.begin_step(1), worker=1)  # worker 1 catches up to 1
     optimizer.begin_step(0)  # 2 - 1 = 1 ahead: within the bound, no wait
     assert float(optimizer.waited.numpy()) == waited and int(optimizer.timeouts.numpy()) == 1
@@ -188,9 +188,9 @@ def test_the_measured_staleness_check_rejects_wrong_histograms(alone, together, 
     (run_with([[85]]), "no update measured tau > 0"),
 ])
 def test_the_filter_check_rejects_wrong_runs(run, message):
-    checks.filtered(run_with([[50, 20, 10, 5]], dropped=15), 1)  # 10 + 5 beyond tau 1, dropped, not claimed
+    checks.dropped_exactly_the_stale(run_with([[50, 20, 10, 5]], dropped=15), 1)  # 10 + 5 beyond tau 1, dropped, not claimed
     with pytest.raises(AssertionError, match=message):
-        checks.filtered(run, 1)
+        checks.dropped_exactly_the_stale(run, 1)
 
 
 def ssp_run(clocks, dropped=0, waited_seconds=1.0, timeouts=0):
@@ -227,4 +227,4 @@ def test_the_filter_check_names_a_worker_that_applied_nothing():
     run = run_with([[50, 20, 10, 5], [0]], dropped=15)
     run.clocks = [85, 0]
     with pytest.raises(AssertionError, match=r"worker\(s\) \[1\] applied no update"):
-        checks.filtered(run, 1)
+        checks.dropped_exactly_the_stale(run, 1)

@@ -1,5 +1,5 @@
 """`labkit sweep` runs a real papermill grid, goes on past a failing point and gathers results.csv;
-`labkit.results.record` is the one way a notebook records its results."""
+`labkit.tools.results.record` is the one way a notebook records its results."""
 import csv
 import json
 
@@ -7,7 +7,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from labkit import cli, results, sweep
+from labkit.tools import cli, results, sweep
 
 
 def write_notebook(path):
@@ -17,7 +17,7 @@ def write_notebook(path):
     parameters = nbformat.v4.new_code_cell("x = 1\nlabel = 'a'\nresults_dir = None")
     parameters.metadata["tags"] = ["parameters"]
     notebook.cells = [
-        nbformat.v4.new_code_cell("import labkit\nfrom labkit import results"),
+        nbformat.v4.new_code_cell("import labkit\nfrom labkit.tools import results"),
         parameters,
         nbformat.v4.new_code_cell("assert x != 2, 'x must not be 2'"),
         nbformat.v4.new_code_cell("results.record(results_dir, doubled=2 * x, label=label)"),

@@ -1,4 +1,4 @@
-"""Tests for labkit.tfconfig: every bad TF_CONFIG gets its own clear error."""
+"""Tests for labkit.runtime.tfconfig: every bad TF_CONFIG gets its own clear error."""
 
 import json
 import os
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit import tfconfig
-from labkit.tfconfig import TFConfigError
+from labkit.runtime import tfconfig
+from labkit.runtime.tfconfig import TFConfigError
 
 CLUSTER = {
     "chief": ["localhost:2222"],
@@ -209,12 +209,12 @@ def test_the_tf_config_of_a_tfjob_pod_is_accepted_and_explained(task):
 
 
 @pytest.mark.cluster
-@pytest.mark.slow
 def test_labkit_server_starts_from_the_tf_config_a_tfjob_pod_gets(tmp_path):
     """The ps container of an exported TFJob, started as the Pod would start it: its command and
     environment, and the TF_CONFIG the operator sets. Its server needs only its own port; the
     Services' names are looked up by the tasks that connect, so none resolves here, and none needs to."""
-    from labkit import children, kubernetes, processes
+    from labkit.deploy import kubernetes
+    from labkit.runtime import children, processes
     from labkit.cluster import pick_port
 
     port = pick_port()
@@ -310,7 +310,7 @@ def test_host_plan_gives_each_task_its_command():
     assert [entry["port"] for entry in plan] == [2222] * 4
     for entry in plan:
         job, index = tfconfig.parse_task(entry["task"])
-        program = "python my_training.py --epochs 3" if job == "chief" else "python -m labkit.server"
+        program = "python my_training.py --epochs 3" if job == "chief" else "python -m labkit.runtime.server"
         assert entry["command"].endswith(" " + program)
         words = shlex.split(entry["command"])
         assert words[0].startswith("TF_CONFIG=")

@@ -1,9 +1,9 @@
-"""labkit.tfruntime.messages_to: what TensorFlow prints during injected failures goes to a file, counted."""
+"""labkit.runtime.tfruntime.messages_to: what TensorFlow prints during injected failures goes to a file, counted."""
 import logging
 import os
 import sys
 
-from labkit import tfruntime
+from labkit.runtime import tfruntime
 
 
 def test_tensorflow_log_records_and_cpp_lines_go_to_the_file_and_stderr_comes_back(tmp_path, capfd):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from labkit import workfolder
+from labkit.tools import workfolder
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +34,7 @@ def test_a_learners_edited_copy_survives_later_runs_and_only_missing_files_come_
 
 
 def test_the_command_says_what_it_did_and_refuses_a_folder_that_is_not_the_kit(tmp_path):
-    run = [sys.executable, "-m", "labkit.workfolder", str(tmp_path / "work")]
+    run = [sys.executable, "-m", "labkit.tools.workfolder", str(tmp_path / "work")]
     first = subprocess.run(run, capture_output=True, text=True, check=True).stdout
     assert "already there, left untouched" in first and " 0 already there" in first
     again = subprocess.run(run, capture_output=True, text=True, check=True).stdout
@@ -47,7 +47,7 @@ def test_git_ignores_the_work_folder_and_make_lab_opens_it():
     assert "\nwork/\n" in (ROOT / ".gitignore").read_text()
     makefile = (ROOT / "Makefile").read_text()
     lab_recipe = makefile.split("\nlab:")[1].split("\n\n")[0]
-    assert "labkit.workfolder $(WORK)" in lab_recipe and "--ServerApp.root_dir=$(WORK)" in lab_recipe
+    assert "labkit.tools.workfolder $(WORK)" in lab_recipe and "--ServerApp.root_dir=$(WORK)" in lab_recipe
     assert re.search(r"\nWORK\s*:= work\n", makefile)
 
 

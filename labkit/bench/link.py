@@ -1,7 +1,7 @@
 """``labkit bench link``: one sweep point over rate-limited links, measured and predicted by the cost model.
 
 In the same run: the cost model's inputs are measured on loopback (one worker, two numbers of steps per closure,
-``labkit.bench.sweep``), then the point runs on network namespaces (``labkit.netns``, needs root):
+``labkit.bench.sweep``), then the point runs on network namespaces (``labkit.deploy.netns``, needs root):
 a chief, one PS and the workers on hosts of their own, every cable limited to ``rate_mbit`` in
 each direction by tc's token bucket filter (``tbf``) at both its ends. Only the rate is emulated:
 ``netem`` (added delay, loss) does not exist on every kernel (on the kit's machine: "Specified
@@ -13,7 +13,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from labkit import export, netns, processes
+from labkit.deploy import export, netns
+from labkit.runtime import processes
 from labkit.bench.files import machine
 from labkit.bench.costmodel import measure_costs, predict, relative_error
 from labkit.bench.plan import Point
@@ -143,7 +144,7 @@ def main(argv=None):
         parser.add_argument(flag, type=int, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    from labkit.children import exit_with_parent_if_started_by_one
+    from labkit.runtime.children import exit_with_parent_if_started_by_one
 
     exit_with_parent_if_started_by_one()
     measure_here(args.workers, args.steps_per_closure, args.batch_size, args.repeats, args.min_steps, args.out)

@@ -8,7 +8,7 @@ from labkit import traffic
 from labkit.bench.metering import Meter, run_custom, run_fit
 from labkit.bench.plan import interval_steps
 from labkit.bench.stats import first_reaching, spread
-from labkit.bench.workloads import Data, parameter_bytes, workload
+from labkit.bench.workloads import Data, model_bytes, workload
 from labkit.cluster import LocalCluster
 from labkit.progress import ProgressLines
 
@@ -19,8 +19,8 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     wall = sum(meter.seconds)
     reached = first_reaching([a if a is not None else -1 for a in accuracies], target_accuracy)
     steps_to_target = (reached + 1) * steps if reached is not None else None
-    M = parameter_bytes(work.model)
-    row = {**asdict(point), "parameter_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
+    M = model_bytes(work.model)
+    row = {**asdict(point), "model_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
            **{f"steps_per_s_{k}": v for k, v in steps_per_s.items()},
            **{f"samples_per_s_{k}": v * point.batch_size for k, v in steps_per_s.items()},
            "final_accuracy": accuracies[-1], "steps_to_target": steps_to_target,

@@ -52,6 +52,6 @@ def workload(name, data, batch_size, steps_per_closure, seed=0):
                     lambda: None)
 
 
-def parameter_bytes(model):
+def model_bytes(model):
     """M: bytes of the trainable parameters, what a worker pulls (and pushes as gradients) per step."""
     return sum(4 * v.shape.num_elements() for v in model.trainable_variables)

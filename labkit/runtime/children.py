@@ -3,7 +3,7 @@
 The parent keeps the write end of each child's stdin pipe and never writes to it.
 However the parent ends (exit, exception, Ctrl-C, SIGKILL, a killed kernel), the
 operating system closes that pipe; the child, blocked reading stdin in a thread,
-sees end-of-file and exits at once. (``labkit.processes`` stops them, waits for
+sees end-of-file and exits at once. (``labkit.runtime.processes`` stops them, waits for
 them and reads their logs.)
 """
 import json
@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 
-from labkit import processes
+from labkit.runtime import processes
 
 # Set by start(): only a child whose stdin is that pipe may treat end-of-file as "parent gone".
 # Run by hand (stdin a terminal, or /dev/null under nohup), a labkit program must not exit.
@@ -49,7 +49,7 @@ def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.S
 
     Whatever it runs on the way (a shell, ``ip netns exec``) must pass on stdin and the
     environment, and should ``exec`` the program so that killing this process kills it.
-    Returns a ``labkit.processes.Process``; ``process.stop()`` stops it.
+    Returns a ``labkit.runtime.processes.Process``; ``process.stop()`` stops it.
     """
     env = dict(os.environ if env is None else env, **{STARTED_BY_PARENT: "1"})
     return processes.start_command(command, env=env, stdin=subprocess.PIPE, stdout=stdout, stderr=stderr)

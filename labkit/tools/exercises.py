@@ -1,4 +1,4 @@
-"""Write exercises/ from solutions/: ``python -m labkit.exercises`` (or ``labkit exercises``).
+"""Write exercises/ from solutions/: ``python -m labkit.tools.exercises`` (or ``labkit exercises``).
 
 Each solution notebook marks its answers the way nbgrader does::
 

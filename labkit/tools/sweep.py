@@ -4,7 +4,7 @@
 
 runs every combination (here 4 points), each as its own executed notebook in
 ``<out>/<point>/``. Each run gets ``results_dir`` = its point's directory, where the
-notebook's ``labkit.results.record(...)`` calls write ``results.json``. A point that fails is
+notebook's ``labkit.tools.results.record(...)`` calls write ``results.json``. A point that fails is
 reported and the sweep goes on. After every point ``<out>/results.csv`` is rewritten: one row
 per point with its parameters, status, wall time, peak memory and recorded results.
 With no ``-p`` at all it runs the notebook once with its defaults (a timing run).
@@ -22,7 +22,7 @@ import psutil
 import yaml
 from tqdm.auto import tqdm
 
-from labkit import results
+from labkit.tools import results
 
 RESULTS_PARAMETER = "results_dir"
 
@@ -130,7 +130,7 @@ def run(notebook, grid, out_dir, kernel_name="pslab") -> list[dict]:
         raise ValueError(f"{out_dir} is not empty (an earlier sweep?). Choose a new --out directory.")
     if not records_results:
         print(f"note: {notebook.name} has no {RESULTS_PARAMETER!r} parameter, so results.csv gets only "
-              "status, time and memory. See labkit/results.py to make it record its results.")
+              "status, time and memory. See labkit/tools/results.py to make it record its results.")
     rows = []
     grid_points = points(grid)
     with tqdm(grid_points, desc=f"sweep {notebook.stem}", unit="run") as progress:

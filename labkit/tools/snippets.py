@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import psutil
 
-from labkit import children
-from labkit.children import exit_when_parent_exits
+from labkit.runtime import children
+from labkit.runtime.children import exit_when_parent_exits
 
 NOISE_PREFIXES = ("I0000", "W0000", "E0000", "WARNING: All log messages")
-# Put before every snippet: the program exits when its parent does (see labkit.children),
+# Put before every snippet: the program exits when its parent does (see labkit.runtime.children),
 # without importing labkit, which would change the Keras version under test.
 EXIT_WITH_PARENT = ("import os\n" + inspect.getsource(exit_when_parent_exits)
                     + "import threading\nthreading.Thread(target=exit_when_parent_exits, daemon=True).start()\n")

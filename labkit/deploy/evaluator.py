@@ -1,4 +1,4 @@
-"""``python -m labkit.evaluator``: a sidecar evaluator, its own process beside the training.
+"""``python -m labkit.deploy.evaluator``: a sidecar evaluator, its own process beside the training.
 
 It watches a checkpoint directory, loads each new checkpoint into a local copy of
 the MNIST model and evaluates it on the test set, so evaluation never slows the
@@ -12,7 +12,8 @@ from pathlib import Path
 import labkit  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
-from labkit import children, models
+from labkit import models
+from labkit.runtime import children, loglines
 from labkit.data import load_mnist
 
 
@@ -21,7 +22,7 @@ class PrintResult(tf.keras.callbacks.Callback):
 
     def on_test_end(self, logs=None):
         step = int(self.model.optimizer.iterations.numpy())
-        print(f"checkpoint at step {step}: test accuracy {logs['accuracy']:.4f}", flush=True)
+        print(loglines.evaluated_line(step, logs['accuracy']), flush=True)
 
 
 def start(checkpoint_dir, until_step):
@@ -29,13 +30,13 @@ def start(checkpoint_dir, until_step):
 
     Its warnings and errors go to ``evaluator.log`` in ``checkpoint_dir``.
     """
-    return children.start_program("labkit.evaluator", "--checkpoint-dir", str(checkpoint_dir),
+    return children.start_program("labkit.deploy.evaluator", "--checkpoint-dir", str(checkpoint_dir),
                                   "--until-step", str(until_step), log_path=Path(checkpoint_dir) / "evaluator.log",
                                   read_stdout=True)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m labkit.evaluator", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m labkit.deploy.evaluator", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint-dir", required=True)
     parser.add_argument("--until-step", type=int, required=True,
                         help="stop after evaluating the checkpoint of this training step")

@@ -5,7 +5,7 @@ how many tasks each job has and their ports, and replaces each host by a stable 
 name: every task gets a headless Service, so ``<name>-ps-0`` resolves to that task's Pod.
 It writes one multi-document YAML file holding:
 
-- one Pod per ps and worker task, running ``python -m labkit.server``;
+- one Pod per ps and worker task, running ``python -m labkit.runtime.server``;
 - the chief as a Job, running the training program (it finishes; the servers do not);
 - a headless Service per task (the chief's too: it is in every TF_CONFIG);
 - a NetworkPolicy that admits traffic to the TF ports only from this cluster's own Pods,
@@ -30,13 +30,13 @@ from types import SimpleNamespace
 
 import yaml
 
-from labkit import tfconfig
+from labkit.runtime import tfconfig
 
 DEFAULT_NAME = "pslab"
 CHECKPOINT_DIR = "/checkpoints"
 DATA_DIR = "/data"
 # Every worker mounts the data volume: the chief writes the shards once, each worker reads its own.
-DEFAULT_CHIEF_COMMAND = f"python -m labkit.coordinator --checkpoint-dir {CHECKPOINT_DIR} --data-dir {DATA_DIR}"
+DEFAULT_CHIEF_COMMAND = f"python -m labkit.deploy.coordinator --checkpoint-dir {CHECKPOINT_DIR} --data-dir {DATA_DIR}"
 TASK_MEMORY = "1Gi"  # an idle task process uses ~730 MB here
 # Claim -> where it is mounted, and per job the claims it mounts (True: read-only).
 MOUNT_PATHS = {"checkpoints": CHECKPOINT_DIR, "data": DATA_DIR}
@@ -132,7 +132,7 @@ def _task_spec(name, entry, image, command, restart_policy):
 def _task_pod(name, entry, image):
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": service_name(name, entry["task"]), "labels": _labels(name, entry["task"])},
-            "spec": _task_spec(name, entry, image, ["python", "-m", "labkit.server"], "Always")}
+            "spec": _task_spec(name, entry, image, ["python", "-m", "labkit.runtime.server"], "Always")}
 
 
 def _chief_job(name, entry, image, chief_command):
@@ -239,9 +239,9 @@ RESTART_POLICY = {"chief": "OnFailure", "ps": "OnFailure", "worker": "OnFailure"
 # Container restarts in the whole job before the operator marks it Failed: a ps failure costs
 # one for the ps and one or more for the chief (again if it starts before the ps serves).
 BACKOFF_LIMIT = 6
-SERVER_COMMAND = ["python", "-m", "labkit.server"]
+SERVER_COMMAND = ["python", "-m", "labkit.runtime.server"]
 # --until-step: the coordinator's default --num-steps; change both together.
-EVALUATOR_COMMAND = f"python -m labkit.evaluator --checkpoint-dir {CHECKPOINT_DIR} --until-step 600"
+EVALUATOR_COMMAND = f"python -m labkit.deploy.evaluator --checkpoint-dir {CHECKPOINT_DIR} --until-step 600"
 
 
 class ManifestError(ValueError):
@@ -254,7 +254,7 @@ def tfjob_manifests(cluster, image, name=DEFAULT_NAME, chief_command=DEFAULT_CHI
 
     Of the cluster description only the number of tasks per job is kept: the operator names each
     task's Service and sets every TF_CONFIG itself (``operator_tf_config``). ``evaluator`` adds an
-    Evaluator replica running ``labkit.evaluator`` on the checkpoints.
+    Evaluator replica running ``labkit.deploy.evaluator`` on the checkpoints.
     """
     _check_image_and_chief(cluster, image)
     check_name(name)

@@ -22,8 +22,8 @@ How the grader decides, and what it trusts:
   itself could fool them, as with any grader that runs the learner's code in its process.
   Read the executed notebook (``executed.ipynb``) of a score that surprises you.
 
-Every notebook runs in its own worker process (``python -m labkit.grade``, started with
-``labkit.children`` in its own session), with its own kernel, ``LABKIT_STATE_DIR``,
+Every notebook runs in its own worker process (``python -m labkit.tools.grade``, started with
+``labkit.runtime.children`` in its own session), with its own kernel, ``LABKIT_STATE_DIR``,
 ``LABKIT_ARRAY_DIR`` and temporary folder; its clusters pick free ports as always. All of
 its processes carry a per-run marker in their environment. After the run (or at its
 ``--timeout``, when the worker is killed) every process with that marker is found with psutil
@@ -55,10 +55,11 @@ import nbformat
 import psutil
 import yaml
 
-from labkit import children, exercises
+from labkit.runtime import children
+from labkit.tools import exercises
 from labkit.cluster import MAX_TASKS_VARIABLE
 
-DEFAULT_REFERENCE = Path(__file__).resolve().parents[1] / "exercises"
+DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "exercises"
 RUN_MARKER = "LABKIT_GRADE_RUN"  # in the environment of every process a graded notebook starts
 PASSED_CALL = re.compile(r"""checklist\.passed\(\s*["']([^"']+)["']\s*\)""")
 SUMMARY_SOURCE = "checklist.summary()"
@@ -380,7 +381,7 @@ def _run_in_worker(folder, exercise, skipped, timeout, max_tasks, kernel):
     env = dict(os.environ, LABKIT_STATE_DIR=str(folder / "state"), LABKIT_ARRAY_DIR=str(folder / "arrays"),
                TMPDIR=str(folder / "tmp"), **{MAX_TASKS_VARIABLE: str(max_tasks), RUN_MARKER: token})
     with open(folder / "grader.log", "w") as log:
-        worker = children.start("labkit.grade", "--run-one", str(folder / "plan.json"), env=env, stdout=log)
+        worker = children.start("labkit.tools.grade", "--run-one", str(folder / "plan.json"), env=env, stdout=log)
         try:
             worker.wait(timeout)
             timed_out = False
@@ -531,7 +532,7 @@ def run(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m labkit.grade")
+    parser = argparse.ArgumentParser(prog="python -m labkit.tools.grade")
     parser.add_argument("--run-one", metavar="PLAN", required=True, help="(internal) run one planned notebook")
     children.exit_with_parent_if_started_by_one()
     run_one(parser.parse_args(argv).run_one)

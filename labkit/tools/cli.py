@@ -12,9 +12,11 @@ import sys
 import time
 
 import labkit
-from labkit import tfconfig
+from labkit.runtime import tfconfig
 from labkit.cluster import LocalCluster, pick_port, running_clusters, stop_recorded
-from labkit import bench, exercises, export, kubernetes
+from labkit import bench
+from labkit.deploy import export, kubernetes
+from labkit.tools import exercises
 
 EXAMPLE_SHAPE = {"workers": 2, "ps": 1, "host": "localhost", "base_port": 2222}
 
@@ -41,7 +43,7 @@ def cmd_doctor(args):
     import psutil
 
     if args.workshop:
-        from labkit import doctor
+        from labkit.tools import doctor
 
         sys.exit(0 if doctor.workshop(doctor.workshop_checks(args.notebooks or doctor.THREE_HOUR_PLAN)) else 1)
 
@@ -235,7 +237,7 @@ def add_exercises(commands):
 # ----- sweep ------------------------------------------------------------------
 def cmd_sweep(args):
     """Run a notebook over a grid of parameters with papermill and gather its results into results.csv."""
-    from labkit import sweep
+    from labkit.tools import sweep
 
     rows = sweep.run(args.notebook, sweep.parse_parameters(args.parameter), args.out, args.kernel)
     if any(row["status"] != "ok" for row in rows):
@@ -425,8 +427,8 @@ def add_data(commands):
 
 # ----- grade ------------------------------------------------------------------
 def add_grade(commands):
-    """``labkit grade``: run learners' exercise notebooks and write grades.csv and feedback (labkit/grade.py)."""
-    from labkit import grade
+    """``labkit grade``: run learners' exercise notebooks and write grades.csv and feedback (labkit/tools/grade.py)."""
+    from labkit.tools import grade
 
     summary = "Run submitted exercise notebooks, each in its own kernel and cluster, and grade them."
     parser = commands.add_parser("grade", help=summary, description=summary,

@@ -1,4 +1,4 @@
-"""``python -m labkit.coordinator``: the training program as its own process (the chief).
+"""``python -m labkit.deploy.coordinator``: the training program as its own process (the chief).
 
 It reads its cluster from TF_CONFIG like any task, trains the MNIST MLP and
 checkpoints as it goes, printing a timeline line per event. Killed and started
@@ -25,7 +25,8 @@ import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads
 import tensorflow as tf
 
 from labkit import faults, models
-from labkit.children import exit_with_parent_if_started_by_one
+from labkit.runtime import loglines
+from labkit.runtime.children import exit_with_parent_if_started_by_one
 from labkit.data import files_dataset_fn, load_mnist, mnist_dataset_fn, shared_shards
 
 BATCH_SIZE = 64
@@ -51,7 +52,7 @@ def training_dataset_fn(data, num_workers, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m labkit.coordinator", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m labkit.deploy.coordinator", description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint-dir", required=True)
     parser.add_argument("--loop", choices=("custom", "fit"), default="custom")
     parser.add_argument("--num-steps", type=int, default=600, help="custom loop: steps to train")
@@ -77,7 +78,7 @@ def main(argv=None):
             args.checkpoint_every, echo=True,
             evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})
         accuracy = report.final_accuracy if report.accuracy else float("nan")
-        print(f"finished at step {report.final_step} with test accuracy {accuracy:.4f}", flush=True)
+        print(loglines.finished_line(report.final_step, accuracy), flush=True)
     else:
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         with strategy.scope():

@@ -1,4 +1,4 @@
-"""One task of a parameter-server cluster: ``python -m labkit.server``.
+"""One task of a parameter-server cluster: ``python -m labkit.runtime.server``.
 
 Exactly what runs on each real machine: the process reads its role from the
 TF_CONFIG environment variable, starts a TensorFlow gRPC server and serves
@@ -12,8 +12,8 @@ import os
 import sys
 
 import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
-from labkit import processes, tfconfig
-from labkit.children import exit_with_parent_if_started_by_one
+from labkit.runtime import loglines, processes, tfconfig
+from labkit.runtime.children import exit_with_parent_if_started_by_one
 
 SERVING_ROLES = ("ps", "worker")
 
@@ -21,15 +21,15 @@ SERVING_ROLES = ("ps", "worker")
 def main():
     raw = os.environ.get("TF_CONFIG")
     if not raw:
-        sys.exit("labkit.server: TF_CONFIG is not set. Set it to this task's JSON, e.g. "
+        sys.exit("labkit.runtime.server: TF_CONFIG is not set. Set it to this task's JSON, e.g. "
                  "the output of `labkit tf-config worker:0`.")
     try:
         config = tfconfig.validate(raw)
     except tfconfig.TFConfigError as error:
-        sys.exit(f"labkit.server: bad TF_CONFIG: {error}")
+        sys.exit(f"labkit.runtime.server: bad TF_CONFIG: {error}")
     task_type, task_index = config["task"]["type"], config["task"]["index"]
     if task_type not in SERVING_ROLES:
-        sys.exit(f"labkit.server: task type {task_type!r} does not run a server here. Only "
+        sys.exit(f"labkit.runtime.server: task type {task_type!r} does not run a server here. Only "
                  f"{' and '.join(SERVING_ROLES)} tasks do; the chief runs your training "
                  "program and the evaluator runs an evaluation loop.")
 
@@ -44,12 +44,12 @@ def main():
         port = int(address.rpartition(":")[2])
         if processes.port_is_free(port):  # not a port clash: fail with the error itself
             raise
-        print(f"labkit.server: could not listen on {address}, port {port} is taken by another program: "
+        print(f"labkit.runtime.server: could not listen on {address}, port {port} is taken by another program: "
               f"{error.message}", flush=True)
         sys.exit(processes.EXIT_PORT_IN_USE)  # any other failure: exit code 1, the error in the log
     # Started only now, so a parent that died during start-up is noticed at once here.
     exit_with_parent_if_started_by_one()
-    print(f"labkit.server: {task_type}:{task_index} {processes.SERVING_LOG_LINE} {address} "
+    print(f"labkit.runtime.server: {task_type}:{task_index} {loglines.SERVING} {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()
 

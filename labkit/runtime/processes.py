@@ -1,7 +1,7 @@
 """The processes labkit starts: start, wait until serving, stop, read their logs.
 
 Every task of a cluster (and the coordinator and evaluator programs) is started
-by ``labkit.children``, which adds the pipe that makes it exit with its parent, and
+by ``labkit.runtime.children``, which adds the pipe that makes it exit with its parent, and
 then lives here. One place owns their life cycle:
 
 - ``start_command``: start a command in its own session (output to a pipe or a log file);
@@ -25,12 +25,13 @@ from pathlib import Path
 
 import psutil
 
+from labkit.runtime import loglines
+
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 TAIL_BLOCK_BYTES = 8192
-SERVING_LOG_LINE = "serving at"  # what labkit.server prints once its port is open
-# labkit.server's exit code for "another program holds my port": the starter may pick another and retry.
-# (Here, not in server.py: `python -m labkit.server` must not be imported as a module first.)
+# labkit.runtime.server's exit code for "another program holds my port": the starter may pick another and retry.
+# (Here, not in server.py: `python -m labkit.runtime.server` must not be imported as a module first.)
 EXIT_PORT_IN_USE = 75
 
 
@@ -112,12 +113,12 @@ def wait_until_serving(process, log_path, port=None, name="the task", timeout=90
 
     Serving: this very process listens on ``port`` and accepts a connection. Without a ``port``
     (a process in another network namespace, whose sockets cannot be seen or reached from
-    here): its log holds the line ``labkit.server`` prints once it serves.
+    here): its log holds the line ``labkit.runtime.server`` prints once it serves.
     """
     def ready():
         if port:
             return serving(process.pid, port)
-        return Path(log_path).exists() and SERVING_LOG_LINE in Path(log_path).read_text(errors="replace")
+        return Path(log_path).exists() and loglines.SERVING in Path(log_path).read_text(errors="replace")
 
     def ready_or_exited():
         if ready():
@@ -153,7 +154,7 @@ def stop(processes, grace_seconds=STOP_GRACE_SECONDS):
     """Stop processes: SIGTERM, then SIGKILL to those still running after ``grace_seconds``.
 
     Returns once every one has exited (each ``returncode`` is set); closes their stdin pipes,
-    which also tells a ``labkit.children`` child that its parent is gone.
+    which also tells a ``labkit.runtime.children`` child that its parent is gone.
     """
     running = [process for process in processes if process.poll() is None]
     for process in running:

@@ -3,7 +3,7 @@
 From a cluster (job -> list of "host:port", the "cluster" part of TF_CONFIG) it writes
 ``plan.txt`` (what runs where, in which order, which ports to open) and, per host, one
 directory per task holding ``tf_config.json`` and ``run.sh``, the command from
-``tfconfig.host_plan``: ``python -m labkit.server`` for ps and workers, the training
+``tfconfig.host_plan``: ``python -m labkit.runtime.server`` for ps and workers, the training
 program for the chief. Copy a host's directory to that machine and run each ``run.sh``.
 
 ``start_task`` runs an exported task here (in a network namespace if given), which is
@@ -11,18 +11,17 @@ how notebook 09 and tests/test_multihost.py play several machines on one compute
 """
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
 import yaml
 from tqdm.auto import tqdm
 
-from labkit import children, processes, tfconfig
+from labkit.runtime import children, loglines, processes, tfconfig
 
 # Both directories on storage the hosts share: the chief writes the training shards into data/
 # once and each worker reads its own; for machines that share no disk, --ship-arrays instead.
-DEFAULT_CHIEF_COMMAND = 'python -m labkit.coordinator --checkpoint-dir "$PWD/checkpoints" --data-dir "$PWD/data"'
+DEFAULT_CHIEF_COMMAND = 'python -m labkit.deploy.coordinator --checkpoint-dir "$PWD/checkpoints" --data-dir "$PWD/data"'
 CLUSTER_FILE_EXAMPLE = "chief: [10.0.0.9:2222]\nps: [10.0.0.1:2222]\nworker: [10.0.0.2:2222, 10.0.0.3:2222]"
 LOG_NAME = "task.log"  # each started task's output, in its directory, new at each start
 JOB_ORDER = ("ps", "worker", "chief")  # servers first: the chief connects to all of them
@@ -152,7 +151,7 @@ def follow_chief(process, directory, num_steps, timeout=600.0):
         with tqdm(total=num_steps, desc="chief: training steps") as progress:
             def finished():
                 exited = process.poll() is not None
-                saved = re.findall(r"step +([0-9]+)  checkpoint saved", log.read_text(errors="replace"))
+                saved = loglines.steps_with(loglines.CHECKPOINT_SAVED, log.read_text(errors="replace"))
                 progress.update(int(saved[-1]) - progress.n if saved else 0)
                 return exited
 

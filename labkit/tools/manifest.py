@@ -1,7 +1,7 @@
 """What each notebook declares about itself, in its metadata under "labkit": one place to read it.
 
 - ``smoke``: the small parameters its test run uses (``parameters``) and why they are enough (``why``);
-- ``records``: the results it must record with ``labkit.results`` (it may record more);
+- ``records``: the results it must record with ``labkit.tools.results`` (it may record more);
 - ``allowed_stderr``: the stderr lines it may print, each a regular expression with why it is allowed.
 
 The tests, ``scripts/time_notebooks.py`` and ``labkit sweep`` read it; adding a notebook lab means

@@ -1,4 +1,4 @@
-"""The learner's work folder: ``make lab`` runs ``python -m labkit.workfolder work`` before opening JupyterLab there.
+"""The learner's work folder: ``make lab`` runs ``python -m labkit.tools.workfolder work`` before opening JupyterLab there.
 
 It copies ``notebooks/`` and ``exercises/`` of the kit into the work folder (git ignores it),
 but only the files that are not there yet: a learner's edited copy is never replaced, and
@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 FOLDERS = ("notebooks", "exercises")
-KIT = Path(__file__).resolve().parents[1]
+KIT = Path(__file__).resolve().parents[2]
 
 
 def copy_missing(work_dir, kit=KIT):
@@ -35,14 +35,14 @@ def copy_missing(work_dir, kit=KIT):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m labkit.workfolder", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m labkit.tools.workfolder", description=__doc__.splitlines()[0])
     parser.add_argument("work_dir", type=Path, help="the learner's folder, e.g. work")
     parser.add_argument("--kit", type=Path, default=KIT, help="the PS Lab checkout (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         copied = copy_missing(args.work_dir, args.kit)
     except FileNotFoundError as error:
-        parser.exit(1, f"labkit.workfolder: {error}\n")
+        parser.exit(1, f"labkit.tools.workfolder: {error}\n")
     kept = sum(1 for folder in FOLDERS for path in (args.work_dir / folder).glob("*")) - len(copied)
     print(f"{args.work_dir}/: {len(copied)} new file(s) copied from the kit; {kept} already there, left untouched. "
           f"Your work lives in {args.work_dir}/, which git ignores.")

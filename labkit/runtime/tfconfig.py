@@ -196,7 +196,7 @@ def explain(tf_config: dict | str) -> str:
     if task_type == "evaluator":
         rows.append(("evaluator", task_index, "(not in the cluster)"))
     width = max(len(address) for _, _, address in rows)
-    lines = [f"{'role':<10}{'index':<7}address"]
+    lines = [f"{'type':<10}{'index':<7}address"]
     for job, index, address in rows:
         marker = "  <- this process" if (job, index) == (task_type, task_index) else ""
         lines.append(f"{job:<10}{index:<7}{address:<{width}}{marker}".rstrip())
@@ -218,7 +218,7 @@ def host_plan(cluster: dict[str, list[str]], chief_command: str = "python train.
         job, index = parse_task(name)
         host, port = _split_address(cluster[job][index])
         tf_config = json.dumps(config)
-        program = chief_command if job == "chief" else "python -m labkit.server"
+        program = chief_command if job == "chief" else "python -m labkit.runtime.server"
         plan.append({"task": name, "host": host, "port": port, "tf_config": tf_config,
                      "command": f"TF_CONFIG={shlex.quote(tf_config)} {program}"})
     return plan

@@ -1,0 +1,51 @@
+"""Checks for the lesson and exercise notebooks: each failure says what is wrong and how to fix it.
+
+Every check looks at a real outcome (a server that answers, a model that learned, bytes that shrank, a
+checkpoint on disk) and fails with ``CheckFailed`` (an ``AssertionError``) through ``require``. One module
+per lesson topic; a notebook calls them as ``checks.<name>``.
+"""
+from labkit.checks.core import (  # noqa: F401
+    CheckFailed, Checklist, accuracy_reached, close_accuracy, learned, pids_gone, processes_stopped, require,
+)
+from labkit.checks.allreduce import (  # noqa: F401
+    async_did_not_wait, both_reached, link_bytes_near, lockstep_limit, moved_rows_not_table, replicated,
+    sharded_over_ps, sync_waited,
+)
+from labkit.checks.cluster_by_hand import (  # noqa: F401
+    cluster_trained, servers_serving, tf_configs,
+)
+from labkit.checks.compression import (  # noqa: F401
+    compression_result, compressor_shrinks, contracts, dgc_beats_naive, fewer_total_bytes,
+    within_variance_bound,
+)
+from labkit.checks.custom_loop import (  # noqa: F401
+    arrays_shipped_to_every_task, every_worker_ran, files_route_ships_no_data, free_workers_took_more,
+    split_into_shards, static_split,
+)
+from labkit.checks.faults import (  # noqa: F401
+    at_least_once, checkpoint_saved, coordinator_resumed, fit_skipped_epochs, latest_checkpoint_complete,
+    one_recovery_per_failure, recovered, trained_to, worked_after_restart,
+)
+from labkit.checks.mnist import (  # noqa: F401
+    fit_ran_every_input, waited_in_the_strategy, workers_see_different_batches,
+)
+from labkit.checks.performance import (  # noqa: F401
+    beyond_spread, clusters_stopped, dense_traffic_is_model_size, plot_shows, predicted_every_point,
+    results_saved, spread_is_range_over_median, timed_the_cluster, timed_every_worker_count,
+)
+from labkit.checks.staleness import (  # noqa: F401
+    claims_after_update, dropped_share_read, filter_rule, dropped_exactly_the_stale, measured_staleness, ssp_waited,
+    stale_sgd_comparison, used_own_filter,
+)
+from labkit.checks.tf_config import (  # noqa: F401
+    listens_on_every_interface, received_its_tf_config, restarted_in_place, same_cluster_everywhere, task_dead,
+)
+from labkit.checks.to_cluster import (  # noqa: F401
+    kubernetes_names_consistent, runs_with_its_files,
+)
+from labkit.checks.transformer import (  # noqa: F401
+    beats_baseline, lookup_sends_rows,
+)
+from labkit.checks.welcome import (  # noqa: F401
+    keras_2,
+)

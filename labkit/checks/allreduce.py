@@ -1,0 +1,59 @@
+"""Checks of notebook 10 (parameter servers against all-reduce)."""
+
+from labkit.checks.core import require
+
+
+def both_reached(accuracy_by_strategy, target_accuracy):
+    """Every strategy's final test accuracy (``{"PS": 0.9, ...}``) is at least ``target_accuracy``."""
+    short = {name: round(accuracy, 3) for name, accuracy in accuracy_by_strategy.items() if accuracy < target_accuracy}
+    require(not short, f"final test accuracy below {target_accuracy} for {short}: the time to that accuracy "
+                       "cannot be compared. Train more intervals, or lower target_accuracy.")
+
+
+def lockstep_limit(num_workers, batch_size, slow_ms):
+    """Samples/s a synchronous step can reach at most when one worker pauses ``slow_ms`` per batch."""
+    return num_workers * batch_size / (slow_ms / 1000)
+
+
+def sync_waited(samples_per_second, num_workers, batch_size, slow_ms):
+    """All-reduce with a worker pausing ``slow_ms`` per batch ran no faster than that pause allows."""
+    limit = lockstep_limit(num_workers, batch_size, slow_ms)
+    require(samples_per_second <= 1.05 * limit,
+        f"all-reduce ran {samples_per_second:,.0f} samples/s with a worker pausing {slow_ms} ms per batch, "
+        f"above the lockstep limit {limit:,.0f}: was that worker really slowed?")
+
+
+def async_did_not_wait(samples_per_second, num_workers, batch_size, slow_ms):
+    """Asynchronous PS training with a slowed worker beat the lockstep limit: the others did not wait."""
+    limit = lockstep_limit(num_workers, batch_size, slow_ms)
+    require(samples_per_second > limit,
+        f"PS training ran {samples_per_second:,.0f} samples/s, not above the lockstep limit {limit:,.0f} of a "
+        f"{slow_ms} ms pause: did the fast workers wait for the slow one?")
+
+
+def link_bytes_near(measured, expected, what, low=0.8, high=1.5):
+    """A measured byte count per step is within ``low``-``high`` times the ``expected`` payload."""
+    require(low * expected <= measured <= high * expected,
+        f"{what}: {measured:,.0f} bytes per step, expected {low}-{high} x {expected:,.0f}.")
+
+
+def moved_rows_not_table(bytes_per_step, rows_bytes, table_bytes):
+    """A sparse step moved at least the touched rows' bytes, and under 1% of the whole table."""
+    require(rows_bytes <= bytes_per_step < 0.01 * table_bytes,
+        f"{bytes_per_step:,.0f} bytes per step; expected at least the touched rows ({rows_bytes:,}) and under "
+        f"1% of the table ({table_bytes:,}): a dense table gradient would move all of it.")
+
+
+def sharded_over_ps(held_by_task, num_ps):
+    """The variables live on the ``num_ps`` parameter servers, none holding over 1.2 x an equal share."""
+    on_workers = {task: held for task, held in held_by_task.items() if not task.startswith("ps")}
+    require(not on_workers, f"variables held outside the parameter servers: {on_workers}")
+    total, largest = sum(held_by_task.values()), max(held_by_task.values())
+    require(len(held_by_task) == num_ps and largest <= 1.2 * total / num_ps,
+        f"{held_by_task}: expected the table spread over {num_ps} parameter servers (use a variable_partitioner).")
+
+
+def replicated(held_by_worker, table_bytes):
+    """Every all-reduce worker holds at least a full copy of the table."""
+    short = [held for held in held_by_worker if held < table_bytes]
+    require(not short, f"workers hold {held_by_worker} bytes, some less than the table's {table_bytes:,}.")

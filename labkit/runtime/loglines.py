@@ -1,0 +1,53 @@
+"""The lines labkit's programs print that other code reads: each is written and parsed here, never retyped.
+
+- ``SERVING``: ``labkit.runtime.server`` prints it once its port is open;
+- the recovery driver's timeline (``labkit.faults``): ``timeline_line``, its events ``CHECKPOINT_SAVED``
+  and ``resumed_line``, read back with ``steps_with`` and ``resumed_step``;
+- the coordinator program's last line, ``finished_line``, read back with ``finished``;
+- the evaluator's line per checkpoint, ``evaluated_line``.
+"""
+import re
+
+SERVING = "serving at"
+CHECKPOINT_SAVED = "checkpoint saved"
+RESUMED = "resumed from checkpoint at step"
+FINISHED = "finished at step"
+EVALUATED = "checkpoint at step"
+
+
+def timeline_line(seconds, step, event):
+    return f"{seconds:7.1f} s  {timeline_event(step, event)}"
+
+
+def timeline_event(step, event):
+    """The part of a timeline line that records ``event`` at ``step``: what a watcher waits for."""
+    return f"step {step:>5}  {event}"
+
+
+def steps_with(event, text):
+    """The step of every timeline line in ``text`` that records ``event``."""
+    return [int(step) for step in re.findall(rf"step +(\d+)  {re.escape(event)}", text)]
+
+
+def resumed_line(step):
+    return f"{RESUMED} {step}"
+
+
+def resumed_step(line):
+    """The step a ``resumed_line`` in ``line`` names, or None."""
+    found = re.search(rf"{RESUMED} (\d+)", line)
+    return int(found.group(1)) if found else None
+
+
+def finished_line(step, accuracy):
+    return f"{FINISHED} {step} with test accuracy {accuracy:.4f}"
+
+
+def finished(text):
+    """(step, test accuracy) from the last ``finished_line`` in ``text``, or None if there is none."""
+    found = re.findall(rf"{FINISHED} (\d+) with test accuracy ([0-9.]+|nan)", text)
+    return (int(found[-1][0]), float(found[-1][1])) if found else None
+
+
+def evaluated_line(step, accuracy):
+    return f"{EVALUATED} {step}: test accuracy {accuracy:.4f}"

@@ -1,0 +1,21 @@
+"""The lines labkit's programs print for other code to read are parsed back as written."""
+import math
+
+from labkit.runtime import loglines
+
+
+def test_timeline_lines_are_found_by_their_event():
+    text = "\n".join([loglines.timeline_line(1.0, 0, "started"),
+                      loglines.timeline_line(2.5, 50, loglines.CHECKPOINT_SAVED),
+                      loglines.timeline_line(4.0, 100, loglines.CHECKPOINT_SAVED),
+                      loglines.timeline_line(4.1, 100, loglines.resumed_line(100))])
+    assert loglines.steps_with(loglines.CHECKPOINT_SAVED, text) == [50, 100]
+    assert loglines.timeline_event(100, loglines.CHECKPOINT_SAVED) in text
+    assert [loglines.resumed_step(line) for line in text.splitlines()] == [None, None, None, 100]
+
+
+def test_the_finished_line_gives_back_its_step_and_accuracy():
+    assert loglines.finished("x\n" + loglines.finished_line(600, 0.91234) + "\n") == (600, 0.9123)
+    step, accuracy = loglines.finished(loglines.finished_line(10, float("nan")))
+    assert step == 10 and math.isnan(accuracy)
+    assert loglines.finished("training finished") is None
