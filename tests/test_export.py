@@ -44,6 +44,8 @@ def test_the_plan_says_where_each_task_runs_which_ports_to_open_and_the_security
     assert "10.0.0.2: port 2222, 2223 to the cluster's other hosts only (10.0.0.1, 10.0.0.9)" in text
     assert "no authentication" in text and "0.0.0.0" in text
     assert "every ps host share" in text
+    assert "each worker reads its own from the same path: storage every worker host shares too" in text
+    assert '--data-dir "$PWD/data"' in export.DEFAULT_CHIEF_COMMAND and "--ship-arrays" in text  # the way out
     worker_run = (tmp_path / "10.0.0.2" / "worker-1" / "run.sh").read_text()
     assert "open port 2223" in worker_run and "no authentication" in worker_run
 

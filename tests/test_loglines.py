@@ -19,3 +19,9 @@ def test_the_finished_line_gives_back_its_step_and_accuracy():
     step, accuracy = loglines.finished(loglines.finished_line(10, float("nan")))
     assert step == 10 and math.isnan(accuracy)
     assert loglines.finished("training finished") is None
+
+
+def test_the_coordinators_shard_line_is_read_back():
+    text = "\n".join(["loading MNIST", loglines.shards_line(2, "/data/0a1b-2-shards"), loglines.finished_line(300, 0.9)])
+    assert loglines.shard_count(text) == 2
+    assert loglines.shard_count(loglines.finished_line(300, 0.9)) is None  # arrays shipped: no shard line

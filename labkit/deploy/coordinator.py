@@ -47,7 +47,7 @@ def training_dataset_fn(data, num_workers, args):
     if not args.data_dir:
         return mnist_dataset_fn(data, BATCH_SIZE, ship_arrays=args.ship_arrays)
     paths = shared_shards((data.x_train, data.y_train), args.data_dir, num_workers)
-    print(f"training data: {len(paths)} shard files in {Path(paths[0]).parent}", flush=True)
+    print(loglines.shards_line(len(paths), Path(paths[0]).parent), flush=True)
     return files_dataset_fn(paths, num_workers, BATCH_SIZE)
 
 

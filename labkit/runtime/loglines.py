@@ -3,7 +3,8 @@
 - ``SERVING``: ``labkit.runtime.server`` prints it once its port is open;
 - the recovery driver's timeline (``labkit.faults``): ``timeline_line``, its events ``CHECKPOINT_SAVED``
   and ``resumed_line``, read back with ``steps_with`` and ``resumed_step``;
-- the coordinator program's last line, ``finished_line``, read back with ``finished``;
+- the coordinator program's last line, ``finished_line``, read back with ``finished``, and its line
+  on the training shards it wrote or found (``--data-dir``), ``shards_line``, read back with ``shard_count``;
 - the evaluator's line per checkpoint, ``evaluated_line``.
 """
 import re
@@ -13,6 +14,7 @@ CHECKPOINT_SAVED = "checkpoint saved"
 RESUMED = "resumed from checkpoint at step"
 FINISHED = "finished at step"
 EVALUATED = "checkpoint at step"
+SHARDS = "training data:"
 
 
 def timeline_line(seconds, step, event):
@@ -47,6 +49,16 @@ def finished(text):
     """(step, test accuracy) from the last ``finished_line`` in ``text``, or None if there is none."""
     found = re.findall(rf"{FINISHED} (\d+) with test accuracy ([0-9.]+|nan)", text)
     return (int(found[-1][0]), float(found[-1][1])) if found else None
+
+
+def shards_line(count, directory):
+    return f"{SHARDS} {count} shard files in {directory}"
+
+
+def shard_count(text):
+    """How many shard files the last ``shards_line`` in ``text`` names, or None if there is none."""
+    found = re.findall(rf"{SHARDS} (\d+) shard files in ", text)
+    return int(found[-1]) if found else None
 
 
 def evaluated_line(step, accuracy):
