@@ -136,9 +136,11 @@ def report(results, mnist_source):
 def update_peaks_table(results, mnist_source, path=PEAKS_TABLE):
     """Merge these runs into the kit's table of measured peaks (notebook stem -> numbers), keeping the others."""
     table = json.loads(path.read_text()) if path.exists() else {}
-    table["about"] = ("Peak memory of one run at the learner defaults (scripts/time_notebooks.py --peaks-table): "
-                      "the sum of PSS over the kernel and every process it starts, RSS sum beside it, in MB; "
-                      "sampled every 0.5 s on a 2-core, 24 GiB Linux machine. Written by the script: never edit.")
+    table["about"] = ("Peak memory of one run at the learner defaults (scripts/time_notebooks.py --peaks-table), in MB: "
+                      "the summed PSS of the kernel and every process it starts, the estimate for a laptop running "
+                      "nothing else (alone) and the RSS sum; sampled every 0.5 s on a 2-core, 24 GiB Linux machine "
+                      "shared with other jobs (load_average: at the start and end of the run). Written by the "
+                      "script: never edit.")
     notebooks = table.setdefault("notebooks", {})
     for r in results:
         notebooks[Path(r["notebook"]).stem] = {
