@@ -110,4 +110,4 @@ def test_the_guide_shows_the_measured_table():
 
     table = time_notebooks.peaks_markdown(json.loads(doctor.PEAKS_TABLE.read_text()))
     assert table in (root / "docs" / "instructor-guide.md").read_text(), \
-        "the guide's table differs from labkit/notebook_peaks.json: run scripts/time_notebooks.py --peaks-table"
+        "the guide's table differs from labkit/tools/notebook_peaks.json: run scripts/time_notebooks.py --peaks-table"
