@@ -89,6 +89,7 @@ def test_the_peaks_table_covers_every_notebook_and_solution_within_5_gb():
     assert not over, f"over 5 GB at the learner defaults: {over}"
 
 
+@pytest.mark.cluster
 def test_doctor_refuses_an_unknown_notebook_before_running_anything():
     done = subprocess.run([sys.executable, "-m", "labkit.tools.cli", "doctor", "--workshop", "--notebooks", "00", "99"],
                           capture_output=True, text=True, timeout=120)

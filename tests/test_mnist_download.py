@@ -118,6 +118,7 @@ def test_install_copies_a_verified_file_into_the_cache(tmp_path, monkeypatch):
     assert data.install_mnist_file(copy, cache) == cache and cache.read_bytes() == copy.read_bytes()
 
 
+@pytest.mark.cluster
 def test_the_command_refuses_a_wrong_copy_and_installs_nothing(tmp_path):
     stick = tmp_path / "mnist.npz"
     stick.write_bytes(b"half a file")
@@ -128,6 +129,7 @@ def test_the_command_refuses_a_wrong_copy_and_installs_nothing(tmp_path):
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 
 
+@pytest.mark.cluster
 def test_download_without_network_says_what_to_do_instead(tmp_path):
     done = run_labkit_data(tmp_path, "download")
     assert done.returncode == 1, done.stdout
