@@ -55,7 +55,7 @@ def kill_after(cluster, task, seconds):
     return timer
 
 
-class KillAtStep:
+class KillAtStep(processes.Watcher):
     """While the block runs, kill ``task`` of ``cluster`` once (SIGKILL, as a crashed machine dies) as soon
     as ``counter``, a step counter on the parameter servers (``job.optimizer.iterations``), reaches ``step``.
 
@@ -64,35 +64,24 @@ class KillAtStep:
     """
 
     def __init__(self, cluster, task, counter, step, interval=0.02):
-        self.cluster, self.task, self.step, self.interval = cluster, task, step, interval
+        super().__init__(interval)
+        self.cluster, self.task, self.step = cluster, task, step
         self.killed_at, self._counter = None, weakref.ref(counter)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
     def watched(self, variable):
         return self._counter() is variable
 
-    def _watch(self):
-        while not self._stop.wait(self.interval):
-            counter = self._counter()
-            try:
-                reached = int(counter.numpy()) if counter is not None else None
-            except PS_FAILURES:
-                return  # the parameter server died some other way
-            if reached is None:
-                return
-            if reached >= self.step:
-                self.killed_at = reached
-                self.cluster.kill(self.task)
-                return
+    def poll(self):
+        """True (stop watching) once the task was killed, or the counter is gone or unreachable."""
+        counter = self._counter()
+        try:
+            reached = int(counter.numpy()) if counter is not None else None
+        except PS_FAILURES:
+            return True  # the parameter server died some other way
+        if reached is not None and reached >= self.step:
+            self.killed_at = reached
+            self.cluster.kill(self.task)
+        return reached is None or self.killed_at is not None
 
 
 def save_while_killing(cluster, task, manager, delay_seconds, checkpoint_number):

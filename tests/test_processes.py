@@ -102,3 +102,21 @@ def test_one_exit_hook_stops_every_process_left_running():
     *pids, new_hooks = map(int, owner.stdout.split())
     assert len(pids) == 3 and new_hooks == 0, "starting processes must not add exit hooks"
     assert wait_until_gone(pids, timeout=1.0) == [], "the exit hook stops what the owner left running"
+
+
+def test_a_watcher_polls_while_its_block_runs_and_stops_when_poll_says_so():
+    class CountTo(processes.Watcher):
+        def __init__(self, limit):
+            super().__init__(interval=0.01)
+            self.limit, self.polls = limit, 0
+
+        def poll(self):
+            self.polls += 1
+            return self.polls >= self.limit
+
+    with CountTo(3) as watcher:
+        processes.wait_until(lambda: not watcher._thread.is_alive(), 10, "the watcher to stop by itself")
+    assert watcher.polls == 3
+    with CountTo(10**9) as endless:
+        processes.wait_until(lambda: endless.polls >= 2, 10, "two polls")
+    assert not endless._thread.is_alive(), "leaving the block stops the thread"

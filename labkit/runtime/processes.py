@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -148,6 +149,31 @@ def wait_until(condition, timeout, what, interval=POLL_SECONDS, error=TimeoutErr
         if time.monotonic() > deadline:
             raise error(f"timed out after {round(timeout, 1):g} s waiting for {what}")
         time.sleep(interval)
+
+
+class Watcher:
+    """While its ``with`` block runs, a thread calls ``poll()`` every ``interval`` seconds, until ``poll``
+    returns a true value. Subclasses say what to watch in ``poll``."""
+
+    def __init__(self, interval):
+        self.interval, self._stop = interval, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        while not self._stop.wait(self.interval):
+            if self.poll():
+                return
+
+    def poll(self):
+        raise NotImplementedError
 
 
 def stop(processes, grace_seconds=STOP_GRACE_SECONDS):

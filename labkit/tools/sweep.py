@@ -13,7 +13,6 @@ import csv
 import difflib
 import itertools
 import re
-import threading
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import psutil
 import yaml
 from tqdm.auto import tqdm
 
+from labkit.runtime import processes
 from labkit.tools import results
 
 RESULTS_PARAMETER = "results_dir"
@@ -72,31 +72,22 @@ def check(notebook, grid):
     return RESULTS_PARAMETER in known
 
 
-class PeakMemory:
+class PeakMemory(processes.Watcher):
     """Samples, in a thread, the memory of this process's children (a kernel and its tasks): the peak of
     their summed PSS (shared pages divided among the processes that map them, so nothing counts twice)."""
 
     def __init__(self, interval=0.5):
-        self.interval, self.peak_bytes, self._stop = interval, 0, threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
+        super().__init__(interval)
+        self.peak_bytes = 0
 
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self):
-        while not self._stop.wait(self.interval):
-            total = 0
-            for child in psutil.Process().children(recursive=True):
-                try:
-                    total += child.memory_full_info().pss
-                except psutil.Error:
-                    pass
-            self.peak_bytes = max(self.peak_bytes, total)
+    def poll(self):
+        total = 0
+        for child in psutil.Process().children(recursive=True):
+            try:
+                total += child.memory_full_info().pss
+            except psutil.Error:
+                pass
+        self.peak_bytes = max(self.peak_bytes, total)
 
 
 def run_point(notebook, point, directory, kernel_name="pslab", records_results=True) -> dict:
