@@ -21,10 +21,10 @@ from executed_notebooks import pytest_runtest_teardown  # noqa: E402, F401  (sav
 from smoke_notebooks import SMOKE_DIR, prepare as prepare_smoke_notebooks  # noqa: E402
 from support import no_orphan_task_processes  # noqa: E402, F401  (an autouse fixture for every module)
 
-READERS_OF_EXECUTED_NOTEBOOKS = ("test_notebook_outputs.py", "test_browser.py")
 # The slowest test files (minutes each in `make test`), started first.
-LONGEST_FIRST = ["06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_exercises.py",
-                 "02_strategy_and_mnist.ipynb", "04_mini_transformer_lm.ipynb", "05_gradient_compression.ipynb"]
+LONGEST_FIRST = ["test_grade.py", "06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_exercises.py",
+                 "04_mini_transformer_lm.ipynb", "02_strategy_and_mnist.ipynb", "05_gradient_compression.ipynb",
+                 "08_performance_analysis.ipynb", "10_ps_vs_allreduce.ipynb"]
 
 
 # The test tiers (pyproject.toml lists them; docs/contributing.md says what each costs). A test
@@ -75,12 +75,12 @@ def pytest_itemcollected(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest files first and the tests that read executed notebooks last. Under pytest-xdist
-    (`pytest -n 2 --dist loadfile`, one test file per worker at a time) this keeps both workers busy
-    to the end; a reader waits for a notebook still running on the other worker."""
+    """The longest files first, the tests that read executed notebooks last. `make test` runs those
+    readers in a second pytest call (-m reads), after every notebook ran: under pytest-xdist a reader
+    would otherwise wait for a notebook still queued on the other worker."""
     def order(item):
         name = item.path.name
-        return (name in READERS_OF_EXECUTED_NOTEBOOKS,
+        return (item.get_closest_marker("reads") is not None,
                 LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST))
 
     items.sort(key=order)  # stable: a file's tests keep their order

@@ -139,6 +139,7 @@ def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, browser_page)
 
 
 @pytest.mark.parametrize("name", ["08_performance_analysis.ipynb", "06_stale_gradients.ipynb"])
+@pytest.mark.reads
 def test_executed_notebook_shows_its_figures_and_no_red(name, lab, browser_page):
     root, url_of = lab
     page, screenshot = browser_page
@@ -196,6 +197,7 @@ def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
     screenshot("3-worker-restarted")
 
 
+@pytest.mark.reads
 def test_the_site_shows_every_page_with_its_figures(browser_page, tmp_path):
     """`make site` builds a book of the executed notebooks; every page loads, every figure is an image."""
     pytest.importorskip("myst_nb", reason="make site needs the site extra: pip install -e '.[site]'")

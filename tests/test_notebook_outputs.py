@@ -13,7 +13,7 @@ from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.tools import results
 from smoke_notebooks import MANIFESTS, NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.reads]
 
 BARE_FIGURE = re.compile(r"^<Figure size [^>]*>$")
 

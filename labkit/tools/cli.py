@@ -418,9 +418,11 @@ def add_data(commands):
     data_parser = add_command(commands, "data", cmd_data,
                               "labkit data download\n  labkit data verify /media/stick/mnist.npz --install")
     actions = data_parser.add_subparsers(dest="action", required=True, metavar="download | verify")
-    download = actions.add_parser("download", help="fetch mnist.npz into Keras's cache, checking its SHA-256")
+    download = add_command(actions, "download", cmd_data, "labkit data download",
+                           help="fetch mnist.npz into Keras's cache, checking its SHA-256")
     download.add_argument("--again", action="store_true", help="download even if the cache holds an intact copy")
-    verify = actions.add_parser("verify", help="check that FILE is Keras's mnist.npz (SHA-256)")
+    verify = add_command(actions, "verify", cmd_data, "labkit data verify /media/stick/mnist.npz --install",
+                         help="check that FILE is Keras's mnist.npz (SHA-256)")
     verify.add_argument("file", metavar="FILE", help="the mnist.npz to check")
     verify.add_argument("--install", action="store_true", help="then copy it into Keras's cache (~/.keras/datasets)")
 
