@@ -82,6 +82,20 @@ def wait_until_gone(pids, timeout=15.0):
     return alive
 
 
+def created_network(hosts, **kwargs):
+    """A created ``netns.VirtualNetwork`` of ``hosts``; the test is skipped where namespaces cannot be made."""
+    from labkit.deploy import netns
+
+    reason = netns.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    netns.remove_stale()
+    try:
+        return netns.VirtualNetwork(hosts, **kwargs).create()
+    except netns.NetnsError as error:
+        pytest.skip(f"network namespaces cannot be created here: {error}")
+
+
 @pytest.fixture(autouse=True, scope="module")
 def no_orphan_task_processes():
     """Fail a test module after which a task process it started is still running."""

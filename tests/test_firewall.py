@@ -1,6 +1,7 @@
 """The instructor guide's Linux firewall rules, run as written in a network namespace of their own:
 a connection from another "laptop" (namespace) is refused, loopback still works, and the
 "after the workshop" lines open the port again. Needs root, `ip` and nft or iptables; skipped otherwise."""
+import os
 import re
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from labkit.deploy import netns
+from support import created_network
 
 pytestmark = pytest.mark.root
 
@@ -41,14 +43,7 @@ def guide_block(marker):
 
 @pytest.fixture
 def laptops():
-    reason = netns.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    netns.remove_stale()
-    try:
-        network = netns.VirtualNetwork([LAPTOP, NEIGHBOUR], name=f"{netns.PREFIX}fw{__import__('os').getpid()}").create()
-    except netns.NetnsError as error:
-        pytest.skip(f"network namespaces cannot be created here: {error}")
+    network = created_network([LAPTOP, NEIGHBOUR], name=f"{netns.PREFIX}fw{os.getpid()}")
     server = subprocess.Popen(["ip", "netns", "exec", network.namespace(LAPTOP), sys.executable, "-c", LISTEN],
                               stdout=subprocess.PIPE, text=True)
     try:

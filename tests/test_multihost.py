@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from labkit.deploy import export, netns
+from labkit.deploy import export
 from labkit.runtime import loglines, processes
-from support import task_processes, wait_until_gone
+from support import created_network, task_processes, wait_until_gone
 
 pytestmark = pytest.mark.root
 
@@ -30,14 +30,7 @@ OFFLINE_TRAINING_BYTES = 4_000 * (784 * 4 + 8)  # the offline subset's training 
 
 @pytest.fixture
 def network():
-    reason = netns.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    netns.remove_stale()
-    try:
-        network = netns.VirtualNetwork([CHIEF, PS, *WORKERS]).create()
-    except netns.NetnsError as error:
-        pytest.skip(f"network namespaces cannot be created here: {error}")
+    network = created_network([CHIEF, PS, *WORKERS])
     yield network
     network.destroy()
     assert not network.exists(), "namespaces were left behind"
