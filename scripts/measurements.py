@@ -12,33 +12,53 @@ that finished is kept, one that failed or was interrupted is run again. Each ite
 end, duration and load average are logged in runs/measurements/log.json; the page's heading
 gives the total, so the page says how long a full run takes.
 MNIST is full MNIST where it is cached, else the full-size timing stand-in (times and memory
-hold; accuracies mean nothing), as scripts/time_notebooks.py chooses.
+hold; accuracies mean nothing). From the recorded files it writes docs/measurements.md,
+labkit/tools/notebook_peaks.json (what `labkit doctor --workshop` compares with free memory) and the
+"*Runs in ...*" sentence of each notebook's first cell.
 """
 import argparse
 import csv
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import nbformat
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "runs" / "measurements"
 PAGE = ROOT / "docs" / "measurements.md"
+PEAKS = ROOT / "labkit" / "tools" / "notebook_peaks.json"
 LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 
 
+# How memory grows away from the defaults: (name, notebook, its parameters, MNIST source, what it shows).
+VARIANTS = [
+    ("03-all-shipped", "03_custom_training_loop", ["-p", "shipped_examples", "60000"], None,
+     "notebook 03 with all 60,000 training images shipped inside the graph (its default ships a slice)"),
+    ("03-lab-small", "03_custom_training_loop", [], "offline-subset",
+     "notebook 03 in the small-laptop setting (`make lab-small`: the offline MNIST subset)"),
+]
+
+
 def items():
-    """(name, folder, command) of every measurement, in the order they run."""
-    found = [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")])]
+    """(name, folder, command, MNIST source or None) of every measurement, in the order they run."""
+    found = [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None)]
     for directory in ("notebooks", "solutions"):
         for notebook in sorted((ROOT / directory).glob("*.ipynb")):
             folder = OUT / directory / notebook.stem
-            found.append((notebook.stem, folder, [*LABKIT, "sweep", str(notebook), "--out", str(folder)]))
-    found.append(("bench-report", OUT / "bench-report", [*LABKIT, "bench", "--report", "--out", str(OUT / "bench-report")]))
+            found.append((notebook.stem, folder, [*LABKIT, "sweep", str(notebook), "--out", str(folder)], None))
+    for name, stem, parameters, source, _ in VARIANTS:
+        folder = OUT / "variants" / name
+        found.append((name, folder, [*LABKIT, "sweep", str(ROOT / "notebooks" / f"{stem}.ipynb"), *parameters,
+                                     "--out", str(folder)], source))
+    found.append(("bench-report", OUT / "bench-report",
+                  [*LABKIT, "bench", "--report", "--out", str(OUT / "bench-report")], None))
     return found
 
 
@@ -60,7 +80,8 @@ def read_csv(path):
 def run(only, env):
     log_path = OUT / "log.json"
     log = json.loads(log_path.read_text()) if log_path.exists() else {}
-    for name, folder, command in items():
+    for name, folder, command, source in items():
+        item_env = dict(env, LABKIT_MNIST_SOURCE=source or env["LABKIT_MNIST_SOURCE"])
         if only and not name.startswith(tuple(only)):
             continue
         if finished(name, folder) and not only:
@@ -69,10 +90,10 @@ def run(only, env):
         shutil.rmtree(folder, ignore_errors=True)  # an interrupted or failed run starts afresh
         folder.parent.mkdir(parents=True, exist_ok=True)
         entry = {"started": now(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
-                 "mnist_source": env["LABKIT_MNIST_SOURCE"]}
+                 "mnist_source": item_env["LABKIT_MNIST_SOURCE"]}
         print(f"{name}: running {' '.join(command[2:])}", flush=True)
         began = time.monotonic()
-        done = subprocess.run(command, env=env, cwd=ROOT)
+        done = subprocess.run(command, env=item_env, cwd=ROOT)
         entry.update(ended=now(), seconds=round(time.monotonic() - began), returncode=done.returncode,
                      load_average_after=[round(x, 2) for x in os.getloadavg()])
         log[name] = entry
@@ -97,7 +118,9 @@ def page():
     lines += startup_section(startup, log)
     lines += notebooks_section("notebooks", "Notebooks at their learner defaults", log)
     lines += notebooks_section("solutions", "Exercise solutions at their defaults", log)
+    lines += variants_section(log)
     lines += bench_section(log)
+    lines += [MEMORY]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -138,24 +161,64 @@ def startup_section(startup, log):
 
 def notebooks_section(directory, title, log):
     lines = [f"## {title}", "",
-             "`labkit sweep NOTEBOOK` with no parameters: wall time of the whole notebook (papermill), peak memory",
-             "of the kernel and every process it started (summed), and the results the notebook records.", "",
-             "| notebook | status | run time | peak memory | measured |", "|---|---|---|---|---|"]
+             "`labkit sweep NOTEBOOK` with no parameters: wall time of the whole notebook (papermill) and the",
+             "results the notebook records; peak memory as explained under \"Memory\" below.", "",
+             "| notebook | status | run time | peak memory (PSS) | alone (estimate) | RSS sum | largest tasks (PSS, MB) "
+             "| measured |", "|---|---|---|---|---|---|---|---|"]
     details = []
     for notebook in sorted((ROOT / directory).glob("*.ipynb")):
-        rows = read_csv(OUT / directory / notebook.stem / "results.csv")
-        if not rows:
-            lines.append(f"| `{notebook.stem}` | not measured yet | | | |")
+        row = result_row(directory, notebook.stem)
+        if not row:
+            lines.append(f"| `{notebook.stem}` | not measured yet | | | | | | |")
             continue
-        row = rows[0]
         lines.append(f"| `{notebook.stem}` | {row['status']} | {minutes(float(row['seconds']))} | "
-                     f"{float(row['peak_memory_mb']) / 1024:.1f} GB | {load_of(log, notebook.stem)} |")
-        recorded = {key: value for key, value in row.items()
-                    if key not in ("point", "status", "error", "seconds", "peak_memory_mb") and value != ""}
+                     f"{gigabytes(row['peak_pss_mb'])} | {gigabytes(row['peak_alone_mb'])} | "
+                     f"{gigabytes(row['peak_rss_mb'])} | {row['largest_tasks'].replace('=', ' ')} | "
+                     f"{load_of(log, notebook.stem)} |")
+        recorded = {key: value for key, value in row.items() if key not in SWEEP_COLUMNS and value != ""}
         if recorded:
             details += [f"### `{notebook.stem}`", "", "| result | value |", "|---|---|"]
             details += [f"| `{key}` | {value} |" for key, value in recorded.items()] + [""]
     return lines + [""] + details
+
+
+def variants_section(log):
+    lines = ["## Memory away from the defaults", "",
+             "| run | status | run time | peak memory (PSS) | alone (estimate) | RSS sum | largest tasks (PSS, MB) "
+             "| measured |", "|---|---|---|---|---|---|---|---|"]
+    for name, _, _, _, what in VARIANTS:
+        row = result_row("variants", name)
+        if not row:
+            lines.append(f"| {what} | not measured yet | | | | | | |")
+            continue
+        lines.append(f"| {what} | {row['status']} | {minutes(float(row['seconds']))} | "
+                     f"{gigabytes(row['peak_pss_mb'])} | {gigabytes(row['peak_alone_mb'])} | "
+                     f"{gigabytes(row['peak_rss_mb'])} | {row['largest_tasks'].replace('=', ' ')} | {load_of(log, name)} |")
+    return lines + [""]
+
+
+SWEEP_COLUMNS = ("point", "status", "error", "seconds", "peak_pss_mb", "peak_rss_mb", "peak_alone_mb", "largest_tasks")
+MEMORY = """## Memory
+
+Memory is the peak, sampled twice a second, of the summed *proportional set size* (PSS) of the
+kernel and every process it starts (task servers, coordinator, evaluator): each page shared by
+several processes (TensorFlow's libraries, mapped by every task) is divided among them, so the sum
+is what the run really takes. The summed resident size (RSS) is given beside it only for
+comparison: it counts each shared library once per process and so overstates the sum. PSS also
+divides a page with other programs that map it, so "alone" estimates what a laptop running nothing
+else needs: the processes' private memory plus the largest shared part of any one of them.
+`labkit doctor --workshop` compares free memory with the larger of PSS and alone
+(`labkit/tools/notebook_peaks.json`, written with this page).
+"""
+
+
+def result_row(directory, stem):
+    rows = read_csv(OUT / directory / stem / "results.csv")
+    return rows[0] if rows else None
+
+
+def gigabytes(megabytes):
+    return f"{float(megabytes) / 1000:.1f} GB"
 
 
 def minutes(seconds):
@@ -176,6 +239,59 @@ def bench_section(log):
                     "```", format_table(document["results"]), "```", ""]
 
 
+# ----- what the other pages and the package take from the measurements -----------------
+FIRST_LINE = re.compile(r"\*Runs in [^*]+\*")
+
+
+def first_line(seconds, pss_gb, uses_mnist):
+    """The sentence a notebook's first cell states about its run at the defaults."""
+    run_time = "under 1 minute" if seconds < 60 else f"about {seconds / 60:.1f} minutes"
+    data = ", with full-size MNIST" if uses_mnist else ""
+    return (f"*Runs in {run_time} with its defaults on a 2-core machine{data}; {pss_gb} of memory at its peak "
+            "(all its processes, PSS; [docs/measurements.md](../docs/measurements.md)).*")
+
+
+def uses_mnist(notebook):
+    return any("mnist" in cell.source.lower() for cell in notebook.cells if cell.cell_type == "code")
+
+
+def write_first_lines():
+    """Put each measured notebook's run time and memory into its first cell; the names of those changed."""
+    changed = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        row = result_row("notebooks", path.stem)
+        if not row or row["status"] != "ok":
+            continue
+        notebook = nbformat.read(path, as_version=4)
+        line = first_line(float(row["seconds"]), gigabytes(row["peak_pss_mb"]), uses_mnist(notebook))
+        cell = notebook.cells[0]
+        if not FIRST_LINE.search(cell.source):
+            raise SystemExit(f"{path.name}'s first cell has no '*Runs in ...*' sentence to replace: add one")
+        if FIRST_LINE.search(cell.source).group(0) != line:
+            cell.source = FIRST_LINE.sub(lambda _: line, cell.source, count=1)
+            nbformat.write(notebook, path)
+            changed.append(path.name)
+    return changed
+
+
+def peaks_table(log):
+    """labkit/tools/notebook_peaks.json: the measured peaks `labkit doctor --workshop` compares with free memory."""
+    measured = {}
+    for directory in ("notebooks", "solutions"):
+        for path in sorted((ROOT / directory).glob("*.ipynb")):
+            row = result_row(directory, path.stem)
+            if row:
+                measured[path.stem] = {
+                    "peak_pss_mb": int(row["peak_pss_mb"]), "peak_alone_mb": int(row["peak_alone_mb"]),
+                    "peak_rss_mb": int(row["peak_rss_mb"]), "minutes": round(float(row["seconds"]) / 60, 1),
+                    "ok": row["status"] == "ok", "measured": log[path.stem]["started"],
+                    "mnist_source": log[path.stem]["mnist_source"],
+                    "load_average": log[path.stem]["load_average_before"][0]}
+    return {"about": "Peak memory (MB) and run time of each notebook and solution at its defaults. Written by "
+                     "`make measurements` (scripts/measurements.py) with docs/measurements.md: never edit.",
+            "notebooks": measured}
+
+
 def mnist_source():
     from labkit.data import KERAS_CACHE
 
@@ -188,11 +304,17 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME",
                         help="measure only these, again if measured (name prefixes: startup, 06, ex2, bench-report)")
     args = parser.parse_args(argv)
+    if args.write_only and not (OUT / "log.json").exists():
+        parser.error(f"nothing is recorded in {OUT.relative_to(ROOT)}: run `make measurements` first")
     if not args.write_only:
         env = dict(os.environ, LABKIT_MNIST_SOURCE=os.environ.get("LABKIT_MNIST_SOURCE") or mnist_source())
         run(args.only, env)
     PAGE.write_text(page())
-    print(f"wrote {PAGE}")
+    log = json.loads((OUT / "log.json").read_text())
+    PEAKS.write_text(json.dumps(peaks_table(log), indent=1) + "\n")
+    changed = write_first_lines()
+    print(f"wrote {PAGE.relative_to(ROOT)}, {PEAKS.relative_to(ROOT)} and the first line of "
+          f"{', '.join(changed) or 'no notebook (all agreed)'}")
 
 
 if __name__ == "__main__":

@@ -11,13 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 import cli_reference  # noqa: E402  (scripts, not a package)
 
-OWNED_ELSEWHERE = "its owner moves its numbers to docs/measurements.md and its history to CHANGELOG.md"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NUMBER_PAGES = [page for page in PAGES if page.name != "measurements.md"]
 HISTORY_FILES = [*PAGES, ROOT / "Makefile", ROOT / "exercises" / "README.md", ROOT / "solutions" / "README.md",
                  *sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("exercises/*.ipynb")),
                  *sorted(ROOT.glob("solutions/*.ipynb"))]
-NOT_YET = {"instructor-guide.md"}
 
 # A measured quantity: a number with a unit of time, memory, share or ratio ("1.8 min", "4.6 GB", "2.0×").
 MEASURED = re.compile(r"\b\d[\d,]*(\.\d+)?\s?(ms|s|sec|seconds?|min|minutes?|hours?|[KMG]i?B|kB|%)(?![\w/])"
@@ -44,17 +42,12 @@ def matches(pattern, text):
     return [match.group(0) for match in pattern.finditer(text)]
 
 
-def case(path):
-    marks = [pytest.mark.xfail(strict=True, reason=OWNED_ELSEWHERE)] if path.name in NOT_YET else []
-    return pytest.param(path, id=str(path.relative_to(ROOT)), marks=marks)
-
-
 def test_cli_reference_is_what_the_parser_generates():
     assert (ROOT / "docs" / "cli.md").read_text() == cli_reference.reference(), \
         "docs/cli.md is out of date: run `make docs` (python scripts/cli_reference.py)"
 
 
-@pytest.mark.parametrize("page", [case(page) for page in NUMBER_PAGES])
+@pytest.mark.parametrize("page", NUMBER_PAGES, ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_page_quotes_a_measured_number_outside_the_measurements_page(page):
     assert matches(MEASURED, without_code(text_of(page))) == [], \
         f"{page.name} states measured numbers: quote docs/measurements.md instead (link to it)"
@@ -92,47 +85,25 @@ def test_make_help_is_the_default_and_lists_every_target():
     assert [target for target in targets if f"make {target} " not in listed] == []
 
 
-# A notebook's first cell states its run time and peak memory at its defaults.
-STATED = re.compile(r"Runs in (under|about) ([0-9.½]+) minutes?.*?; ([0-9.]+) GB of memory at its peak")
-
-
 def measured_row(stem, page_text):
-    """(minutes, GB) of a notebook's row in docs/measurements.md, or None if it was not measured."""
-    row = re.search(rf"^\| `{stem}` \| ok \| ([0-9.]+) (s|min) \| ([0-9.]+) GB \|", page_text, flags=re.MULTILINE)
+    """(seconds, "X.Y GB") of a notebook's row in docs/measurements.md, or None if it was not measured."""
+    row = re.search(rf"^\| `{stem}` \| ok \| ([0-9.]+) (s|min) \| ([0-9.]+ GB) \|", page_text, flags=re.MULTILINE)
     if not row:
         return None
-    return float(row.group(1)) / (60 if row.group(2) == "s" else 1), row.group(3)
-
-
-def disagreement(first_cell, measured):
-    """What a first cell states that the measurement does not say ("" if it agrees)."""
-    stated = STATED.search(first_cell)
-    if not stated:
-        return "no 'Runs in about N minutes ...; X GB of memory at its peak' line"
-    bound, stated_minutes, stated_gb = stated.group(1), float(stated.group(2).replace("½", ".5")), stated.group(3)
-    minutes, gb = measured
-    fits = minutes < stated_minutes if bound == "under" else abs(minutes - stated_minutes) <= 0.5
-    wrong = [] if fits else [f"run time {bound} {stated_minutes:g} min, measured {minutes:.1f} min"]
-    wrong += [] if stated_gb == gb else [f"peak memory {stated_gb} GB, measured {gb} GB"]
-    return "; ".join(wrong)
+    return float(row.group(1)) * (1 if row.group(2) == "s" else 60), row.group(3)
 
 
 @pytest.mark.parametrize("notebook", sorted(ROOT.glob("notebooks/*.ipynb")), ids=lambda path: path.stem)
 def test_a_notebooks_first_line_states_what_measurements_md_measured(notebook):
+    import measurements
+
     measured = measured_row(notebook.stem, (ROOT / "docs" / "measurements.md").read_text())
     if measured is None:
         pytest.skip(f"{notebook.stem} is not in docs/measurements.md yet: run `make measurements`")
-    first_cell = nbformat.read(notebook, as_version=4).cells[0].source
-    assert disagreement(first_cell, measured) == "", f"{notebook.name}'s first cell disagrees with docs/measurements.md"
-
-
-def test_the_first_line_check_sees_a_wrong_time_or_memory():
-    line = "*Runs in about 2 minutes with its defaults on a 2-core machine; 4.6 GB of memory at its peak.*"
-    row = measured_row("02_x", "| `02_x` | ok | 1.8 min | 4.6 GB | 2026-12-01, load 0.5 |")
-    assert row == (1.8, "4.6") and disagreement(line, row) == ""
-    assert disagreement(line, (3.1, "4.6")) == "run time about 2 min, measured 3.1 min"
-    assert disagreement(line, (1.8, "5.4")) == "peak memory 4.6 GB, measured 5.4 GB"
-    assert measured_row("02_x", "| `02_x` | not measured yet | | | |") is None
+    executable = nbformat.read(notebook, as_version=4)
+    stated = measurements.FIRST_LINE.search(executable.cells[0].source)
+    assert stated and stated.group(0) == measurements.first_line(*measured, measurements.uses_mnist(executable)), \
+        f"{notebook.name}'s first cell disagrees with docs/measurements.md: run `scripts/measurements.py --write-only`"
 
 
 def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monkeypatch):
@@ -150,10 +121,17 @@ def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monk
          "machine": {"cores": 2, "memory_gib": 23.5, "platform": "Linux", "versions": {"tensorflow": "2.21.0"}}}))
     (tmp_path / "notebooks" / "00_welcome").mkdir(parents=True)
     (tmp_path / "notebooks" / "00_welcome" / "results.csv").write_text(
-        "point,status,error,seconds,peak_memory_mb,environment_ok\n00,ok,,11.2,819,True\n")
+        "point,status,error,seconds,peak_pss_mb,peak_rss_mb,peak_alone_mb,largest_tasks,environment_ok\n"
+        "00,ok,,11.2,819,1500,900,kernel=700 ps:0=119,True\n")
     text = measurements.page()
     assert "- **Load average** at the start of each measurement: 0.50 to 0.50" in text
     assert "| ratio, start-to-ready ÷ bare import | 1.38 |" in text
-    assert measured_row("00_welcome", text) == (11 / 60, "0.8")  # the page rounds to whole seconds
+    assert measured_row("00_welcome", text) == (11, "0.8 GB")  # the page rounds to whole seconds
+    assert "| 0.8 GB | 0.9 GB | 1.5 GB | kernel 700 ps:0 119 |" in text
+    assert measurements.first_line(11, "0.8 GB", False).startswith("*Runs in under 1 minute with its defaults")
+    assert "about 1.8 minutes" in measurements.first_line(108, "4.6 GB", True)
+    assert measurements.peaks_table(json.loads((tmp_path / "log.json").read_text()))["notebooks"] == {"00_welcome": {
+        "peak_pss_mb": 819, "peak_alone_mb": 900, "peak_rss_mb": 1500, "minutes": 0.2, "ok": True,
+        "measured": "2026-12-01 08:00 UTC", "mnist_source": "timing-standin", "load_average": 0.5}}
     assert "| `environment_ok` | True |" in text
     assert "| `01_tf_config_and_cluster` | not measured yet |" in text

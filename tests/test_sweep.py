@@ -7,7 +7,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from labkit.tools import cli, results, sweep
+from labkit.tools import cli, manifest, results, sweep
 
 
 def write_notebook(path):
@@ -27,6 +27,15 @@ def write_notebook(path):
 
 
 @pytest.mark.notebook
+def test_a_run_that_does_not_record_what_its_manifest_declares_is_incomplete(tmp_path):
+    notebook = write_notebook(tmp_path / "tiny.ipynb")
+    manifest.write(notebook, {"x": 3}, {"doubled", "tripled"})
+    rows = sweep.run(notebook, {"x": [3]}, tmp_path / "out")
+    assert [(row["status"], row["doubled"]) for row in rows] == [("incomplete", 6)]
+    assert rows[0]["error"] == "ran, but did not record tripled (its manifest's records)"
+
+
+@pytest.mark.notebook
 def test_a_grid_runs_every_point_goes_on_past_a_failure_and_gathers_one_csv(tmp_path, capsys):
     notebook = write_notebook(tmp_path / "tiny.ipynb")
     with pytest.raises(SystemExit) as exited:  # a failed point makes the command fail, after all points ran
@@ -37,7 +46,8 @@ def test_a_grid_runs_every_point_goes_on_past_a_failure_and_gathers_one_csv(tmp_
     assert [(row["x"], row["status"], row["doubled"]) for row in rows] == [("2", "failed", ""), ("3", "ok", "6")]
     assert all(row["label"] == "b" for row in rows)
     assert rows[0]["error"] == "AssertionError: x must not be 2"
-    assert all(float(row["seconds"]) > 0 and int(row["peak_memory_mb"]) > 0 for row in rows)
+    assert all(float(row["seconds"]) > 0 and 0 < int(row["peak_pss_mb"]) <= int(row["peak_rss_mb"]) for row in rows)
+    assert all(row["largest_tasks"].startswith("kernel=") for row in rows)
     for row in rows:  # one executed notebook per point, the failed one included
         executed = nbformat.read(tmp_path / "out" / row["point"] / "tiny.ipynb", as_version=4)
         assert bool(executed.metadata.papermill.exception) == (row["status"] == "failed")

@@ -23,7 +23,7 @@ from labkit.cluster import LocalCluster, pick_port, running_clusters
 
 PASS, WARN, FAIL, NOTE = "PASS", "WARN", "FAIL", "NOTE"
 PYTHONS = ((3, 11), (3, 13))  # pyproject.toml's requires-python
-PEAKS_TABLE = Path(__file__).with_name("notebook_peaks.json")  # written by scripts/time_notebooks.py
+PEAKS_TABLE = Path(__file__).with_name("notebook_peaks.json")  # written by make measurements
 THREE_HOUR_PLAN = ("00", "01", "02", "03", "ex1")  # docs/instructor-guide.md, "3 hours: the core"
 BROWSER_GIB = 1.0  # JupyterLab's tab and the browser around it, on top of the notebook's peak
 PORTS_NEEDED = 8
@@ -74,7 +74,7 @@ def cores(count=None):
 def largest_peak(notebooks, peaks=None):
     """(name, MB) of the largest measured peak (full-size MNIST) among ``notebooks``, given as name
     prefixes ("03", "ex1"); ValueError for a prefix the table does not know. A peak is the summed PSS,
-    or the estimate for a laptop running nothing else where that is larger (scripts/time_notebooks.py)."""
+    or the estimate for a laptop running nothing else where that is larger (labkit.tools.memory)."""
     peaks = peaks if peaks is not None else json.loads(PEAKS_TABLE.read_text())["notebooks"]
     chosen = {}
     for prefix in notebooks:

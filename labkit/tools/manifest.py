@@ -4,7 +4,8 @@
 - ``records``: the results it must record with ``labkit.tools.results`` (it may record more);
 - ``allowed_stderr``: the stderr lines it may print, each a regular expression with why it is allowed.
 
-The tests, ``scripts/time_notebooks.py`` and ``labkit sweep`` read it; adding a notebook lab means
+The tests and ``labkit sweep`` read it (a run that did not record its ``records`` is "incomplete");
+adding a notebook lab means
 writing this once in the new notebook (JupyterLab: Property Inspector > Advanced Tools > Notebook metadata).
 """
 import re
@@ -55,6 +56,12 @@ def write(path, smoke_parameters, records, allowed_stderr=(), smoke_why=""):
         "allowed_stderr": [{"pattern": pattern, "why": why} for pattern, why in allowed_stderr],
     }
     nbformat.write(notebook, path)
+
+
+def declared_records(path):
+    """The results the notebook at ``path`` declares it records; none if it has no manifest."""
+    metadata = nbformat.read(path, as_version=4).metadata.get(KEY)
+    return frozenset(metadata.get("records", [])) if isinstance(metadata, dict) else frozenset()
 
 
 def read_all(folder):

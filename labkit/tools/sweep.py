@@ -5,8 +5,9 @@
 runs every combination (here 4 points), each as its own executed notebook in
 ``<out>/<point>/``. Each run gets ``results_dir`` = its point's directory, where the
 notebook's ``labkit.tools.results.record(...)`` calls write ``results.json``. A point that fails is
-reported and the sweep goes on. After every point ``<out>/results.csv`` is rewritten: one row
-per point with its parameters, status, wall time, peak memory and recorded results.
+reported and the sweep goes on; one that ran but did not record every result its manifest
+(``labkit.tools.manifest``) declares is "incomplete". After every point ``<out>/results.csv`` is rewritten: one row
+per point with its parameters, status, wall time, peak memory (labkit.tools.memory) and recorded results.
 With no ``-p`` at all it runs the notebook once with its defaults (a timing run).
 """
 import csv
@@ -17,12 +18,11 @@ import time
 from pathlib import Path
 
 import papermill
-import psutil
 import yaml
 from tqdm.auto import tqdm
 
-from labkit.runtime import processes
-from labkit.tools import results
+from labkit.tools import manifest, results
+from labkit.tools.memory import PeakMemory
 
 RESULTS_PARAMETER = "results_dir"
 
@@ -72,24 +72,6 @@ def check(notebook, grid):
     return RESULTS_PARAMETER in known
 
 
-class PeakMemory(processes.Watcher):
-    """Samples, in a thread, the memory of this process's children (a kernel and its tasks): the peak of
-    their summed PSS (shared pages divided among the processes that map them, so nothing counts twice)."""
-
-    def __init__(self, interval=0.5):
-        super().__init__(interval)
-        self.peak_bytes = 0
-
-    def poll(self):
-        total = 0
-        for child in psutil.Process().children(recursive=True):
-            try:
-                total += child.memory_full_info().pss
-            except psutil.Error:
-                pass
-        self.peak_bytes = max(self.peak_bytes, total)
-
-
 def run_point(notebook, point, directory, kernel_name="pslab", records_results=True) -> dict:
     """Execute the notebook at one point into ``directory``; return its row for results.csv."""
     directory.mkdir(parents=True)
@@ -103,8 +85,12 @@ def run_point(notebook, point, directory, kernel_name="pslab", records_results=T
             row.update(status="ok", error="")
         except Exception as error:  # a failed point is reported; the sweep goes on
             row.update(status="failed", error=describe(error))
-    row.update(seconds=round(time.monotonic() - began, 1), peak_memory_mb=round(memory.peak_bytes / 2**20))
-    return row | results.load(directory)
+    row.update(seconds=round(time.monotonic() - began, 1), **memory.peaks())
+    recorded = results.load(directory)
+    missing = sorted(manifest.declared_records(notebook) - set(recorded)) if records_results else []
+    if row["status"] == "ok" and missing:
+        row.update(status="incomplete", error=f"ran, but did not record {', '.join(missing)} (its manifest's records)")
+    return row | recorded
 
 
 def describe(error):

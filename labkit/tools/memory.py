@@ -1,0 +1,63 @@
+"""Peak memory of a run: the kernel this process started and every process below it, sampled in a thread.
+
+PSS (proportional set size) divides each shared page among the processes that map it, so summed
+over a run's processes it is what the run really takes; the summed RSS counts shared libraries
+once per process and overstates it (reported beside it for comparison). PSS also divides pages
+shared with other jobs' processes, so on a busy machine it understates what the run takes alone:
+``alone`` estimates that, as the processes' private memory (USS) plus the largest shared part of
+any one of them (their shared pages are mostly the same libraries, counted once).
+"""
+import json
+from pathlib import Path
+
+import psutil
+
+from labkit.runtime import processes
+
+MB = 1e6
+PROGRAMS = (("ipykernel_launcher", "kernel"), ("labkit.deploy.coordinator", "coordinator"),
+            ("labkit.deploy.evaluator", "evaluator"))
+
+
+def task_name(process):
+    """What a process of the run is: "kernel", "worker:0", "ps:1", "coordinator", ... or its program name."""
+    cmdline = process.cmdline()
+    if "labkit.runtime.server" in cmdline:
+        task = json.loads(process.environ().get("TF_CONFIG", "{}")).get("task", {})
+        return f"{task.get('type')}:{task.get('index')}"
+    for module, name in PROGRAMS:
+        if any(module in part for part in cmdline):
+            return name
+    return Path(cmdline[0]).name if cmdline else process.name()
+
+
+class PeakMemory(processes.Watcher):
+    """While its ``with`` block runs, samples this process's children (a kernel and the processes it
+    starts) and keeps the peaks: summed PSS, summed RSS, the alone estimate and each task's PSS, in MB."""
+
+    def __init__(self, interval=0.5):
+        super().__init__(interval)
+        self.pss_mb = self.rss_mb = self.alone_mb = 0
+        self.task_pss_mb = {}
+
+    def poll(self):
+        pss, rss, private, shared = {}, 0, 0, 0
+        for child in psutil.Process().children(recursive=True):
+            try:
+                name, memory = task_name(child), child.memory_full_info()
+            except (psutil.Error, ProcessLookupError):
+                continue  # it ended between the listing and the reading
+            pss[name] = pss.get(name, 0) + memory.pss / MB
+            rss += memory.rss / MB
+            private, shared = private + memory.uss / MB, max(shared, (memory.rss - memory.uss) / MB)
+        for name, size in pss.items():
+            self.task_pss_mb[name] = max(self.task_pss_mb.get(name, 0), round(size))
+        self.pss_mb = max(self.pss_mb, round(sum(pss.values())))
+        self.rss_mb = max(self.rss_mb, round(rss))
+        self.alone_mb = max(self.alone_mb, round(private + shared))
+
+    def peaks(self):
+        """The row of results.csv this run's memory fills."""
+        largest = sorted(self.task_pss_mb.items(), key=lambda item: -item[1])[:4]
+        return {"peak_pss_mb": self.pss_mb, "peak_rss_mb": self.rss_mb, "peak_alone_mb": self.alone_mb,
+                "largest_tasks": " ".join(f"{name}={mb}" for name, mb in largest)}

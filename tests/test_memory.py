@@ -1,0 +1,26 @@
+"""The peak-memory sampler behind `labkit sweep` and `make measurements`, on real processes."""
+import subprocess
+import sys
+import time
+
+from labkit.tools.memory import PeakMemory
+
+HOLD_300_MB = "import time; block = bytearray(300_000_000); block[::4096] = b'x' * len(block[::4096]); time.sleep(3)"
+
+
+def test_the_peaks_count_every_child_and_its_private_memory():
+    with PeakMemory(interval=0.1) as memory:
+        children = [subprocess.Popen([sys.executable, "-c", HOLD_300_MB]) for _ in range(2)]
+        for child in children:
+            child.wait()
+    assert memory.pss_mb >= 600, "two children each touching 300 MB"
+    assert memory.rss_mb >= memory.pss_mb, "RSS counts shared pages once per process: never less than PSS"
+    assert memory.alone_mb >= 600
+    assert max(memory.task_pss_mb.values()) >= 600, "same-named processes are summed under one name"
+    assert memory.peaks()["peak_pss_mb"] == memory.pss_mb
+
+
+def test_with_no_child_running_the_peaks_stay_zero():
+    with PeakMemory(interval=0.05) as memory:
+        time.sleep(0.2)
+    assert memory.peaks() == {"peak_pss_mb": 0, "peak_rss_mb": 0, "peak_alone_mb": 0, "largest_tasks": ""}
