@@ -191,6 +191,20 @@ def test_the_shard_check_rejects_a_variable_left_whole():
         checks.split_into_shards(tf.Variable(tf.zeros([784, 128]), name="kernel"), num_ps=2)
 
 
+def test_the_slot_check_rejects_slots_away_from_their_variable():
+    from labkit import checks
+
+    beside = [("dense/kernel/part_0:0", "ps:0", {"m": "ps:0", "v": "ps:0"}),
+              ("dense/kernel/part_1:0", "ps:1", {"m": "ps:1", "v": "ps:1"})]
+    checks.slots_beside_their_variables(beside)
+    with pytest.raises(AssertionError, match=r"part_1:0 is on ps:1 but its slots \{'v': 'ps:0'\}"):
+        checks.slots_beside_their_variables(beside[:1] + [("dense/kernel/part_1:0", "ps:1", {"m": "ps:1", "v": "ps:0"})])
+    with pytest.raises(AssertionError, match="has no slot variables"):
+        checks.slots_beside_their_variables([("dense/bias:0", "ps:0", {})])
+    with pytest.raises(AssertionError, match="no variables given"):
+        checks.slots_beside_their_variables([])
+
+
 def test_count_model_baselines_and_the_baseline_check():
     from labkit import checks, models
     from labkit.data import load_text_corpus
@@ -229,3 +243,13 @@ def test_the_notebook_02_checks_reject_wrong_results():
     connected = ProgramResult(0, 9.0, "creating the strategy\nconnected", False)
     with pytest.raises(AssertionError, match="did not wait"):
         checks.waited_in_the_strategy(connected)
+
+    trained = ProgramResult(0, 20.0, "trained 2 epochs", False)
+    failed = ProgramResult(1, 20.0, "ValueError: Cannot get the cardinality of a dataset that is not built", False)
+    checks.only_keras3_failed(trained, failed)
+    with pytest.raises(AssertionError, match="did not train under Keras 2"):
+        checks.only_keras3_failed(failed, failed)
+    with pytest.raises(AssertionError, match="did not end with an error under Keras 3"):
+        checks.only_keras3_failed(trained, trained)
+    with pytest.raises(AssertionError, match="did not end with an error under Keras 3"):
+        checks.only_keras3_failed(trained, ProgramResult(None, 120.0, "", True))

@@ -8,11 +8,15 @@ import textwrap
 import nbformat
 import pytest
 
+from labkit import models, train
 from labkit.bench import metering, stats
 from smoke_notebooks import NOTEBOOKS
 
 # (notebook, the name it defines, labkit's object)
 COPIES = [
+    ("02_strategy_and_mnist.ipynb", "mnist_mlp", models.mnist_mlp),
+    ("03_custom_training_loop.ipynb", "make_train_steps", train.make_train_steps),
+    ("03_custom_training_loop.ipynb", "pack_steps", train.pack_steps),
     ("08_performance_analysis.ipynb", "Meter", metering.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),
     ("08_performance_analysis.ipynb", "run_custom", metering.run_custom),

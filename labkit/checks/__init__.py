@@ -20,14 +20,14 @@ from labkit.checks.compression import (  # noqa: F401
 )
 from labkit.checks.custom_loop import (  # noqa: F401
     arrays_shipped_to_every_task, every_worker_ran, files_route_ships_no_data, free_workers_took_more,
-    split_into_shards, static_split,
+    slots_beside_their_variables, split_into_shards, static_split,
 )
 from labkit.checks.faults import (  # noqa: F401
     at_least_once, checkpoint_saved, coordinator_resumed, fit_skipped_epochs, latest_checkpoint_complete,
     one_recovery_per_failure, recovered, trained_to, worked_after_restart,
 )
 from labkit.checks.mnist import (  # noqa: F401
-    fit_ran_every_input, waited_in_the_strategy, workers_see_different_batches,
+    fit_ran_every_input, only_keras3_failed, waited_in_the_strategy, workers_see_different_batches,
 )
 from labkit.checks.performance import (  # noqa: F401
     beyond_spread, clusters_stopped, dense_traffic_is_model_size, plot_shows, predicted_every_point,

@@ -51,3 +51,16 @@ def free_workers_took_more(closures_per_worker, slow_worker):
     if not others or min(others.values()) <= slow:
         raise AssertionError(f"the slow worker {slow_worker} ran {slow} closures, the others {others}: "
                              "schedule() should have given most closures to the free, faster workers.")
+
+
+def slots_beside_their_variables(rows):
+    """Each row (variable name, its task, {slot name: slot's task}) has slots, all on the variable's task."""
+    if not rows:
+        raise AssertionError("no variables given: pass one row per trainable variable (shard).")
+    for name, task, slots in rows:
+        if not slots:
+            raise AssertionError(f"{name} has no slot variables: run apply_gradients once before looking.")
+        elsewhere = {slot: slot_task for slot, slot_task in slots.items() if slot_task != task}
+        if elsewhere:
+            raise AssertionError(f"{name} is on {task} but its slots {elsewhere} are not: read each slot with "
+                                 "optimizer.get_slot(variable, name) and its task from slot.device.")

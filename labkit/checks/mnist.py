@@ -31,3 +31,13 @@ def waited_in_the_strategy(result):
                              "stopped earlier, e.g. while importing TensorFlow; give it more time.")
     if "connected" in output or "still creating the strategy" not in output:
         raise AssertionError(f"the program did not wait in ParameterServerStrategy(...): {result}")
+
+
+def only_keras3_failed(keras2, keras3):
+    """One program (two ``snippets.run_program`` results): it trained under Keras 2 and failed under Keras 3."""
+    if keras2.returncode != 0:
+        raise AssertionError(f"the program did not train under Keras 2 ({keras2}): fix it there first, "
+                             "so that the Keras version is the only difference.")
+    if keras3.returncode == 0 or keras3.timed_out:
+        raise AssertionError(f"the program did not end with an error under Keras 3 ({keras3}): "
+                             "was it run with keras=3 (TF_USE_LEGACY_KERAS=0)?")
