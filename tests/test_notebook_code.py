@@ -1,6 +1,6 @@
 """Where a notebook defines a function or class that labkit keeps for reuse, the two are the same
 code (compared as syntax trees, so comments and blank lines may differ): the learner reads and
-edits the notebook's copy, and the lab runs labkit's."""
+edits the notebook's copy, and labkit's serves the rest of the kit."""
 import ast
 import inspect
 import textwrap
@@ -8,11 +8,15 @@ import textwrap
 import nbformat
 import pytest
 
+from labkit import models, recovery
 from labkit.bench import metering, stats
 from smoke_notebooks import NOTEBOOKS
 
 # (notebook, the name it defines, labkit's object)
 COPIES = [
+    ("04_mini_transformer_lm.ipynb", "PositionEmbedding", models.PositionEmbedding),
+    ("04_mini_transformer_lm.ipynb", "mini_transformer_lm", models.mini_transformer_lm),
+    ("07_fault_tolerance.ipynb", "train_with_recovery", recovery.train_with_recovery),
     ("08_performance_analysis.ipynb", "Meter", metering.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),
     ("08_performance_analysis.ipynb", "run_custom", metering.run_custom),
