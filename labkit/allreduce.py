@@ -22,7 +22,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
@@ -116,6 +116,7 @@ class Phase(train.History):
     batch_size: int = 0
     link_bytes: float = 0.0           # into + out of the workers' links (None: no `ss` here)
     batches: int = 0
+    cpu_seconds: dict = field(default_factory=dict)  # role -> CPU seconds its processes used in the timed intervals
 
     @property
     def samples(self):
@@ -126,21 +127,32 @@ class Phase(train.History):
         return self.final_step * self.batch_size / self.total_seconds
 
     @property
+    def cpu_seconds_per_sample(self):
+        """{role: CPU seconds its processes spent per sample trained}, and their "total"."""
+        per_role = {role: seconds / (self.final_step * self.batch_size) for role, seconds in self.cpu_seconds.items()}
+        return per_role | {"total": sum(per_role.values())}
+
+    @property
     def link_bytes_per_step(self):
         """Bytes through a worker's network link per batch it trained (pulls + pushes, or sent + received)."""
         return None if self.link_bytes is None else self.link_bytes / self.batches
 
 
-def measure(run_interval, plan, intervals, batches_counted, pids, evaluate=None, progress=None):
+def measure(run_interval, plan, intervals, batches_counted, pids, cpu_pids, evaluate=None, progress=None):
     """Time ``intervals`` calls of ``run_interval()`` (each trains ``plan.batches_per_interval`` batches,
-    summed over the workers, and returns its mean loss); count the bytes of ``pids`` while they run
-    (``batches_counted`` batches per interval), evaluate between them. ``progress(samples)`` after each."""
+    summed over the workers, and returns its mean loss); count the bytes of ``pids`` and the CPU seconds
+    of ``cpu_pids`` ({role: pids}) while they run (``batches_counted`` batches per interval), evaluate
+    between them. ``progress(samples)`` after each."""
     phase, seconds = Phase(batch_size=plan.batch_size, link_bytes=0.0 if traffic.available() else None), 0.0
+    phase.cpu_seconds = dict.fromkeys(cpu_pids, 0.0)
     for interval in range(1, intervals + 1):
         before = traffic.process_traffic(pids) if traffic.available() else None
+        cpu_before = _cpu_seconds(cpu_pids)
         began = time.perf_counter()
         loss = float(run_interval())
         seconds += time.perf_counter() - began
+        for role, spent in _cpu_seconds(cpu_pids).items():
+            phase.cpu_seconds[role] += spent - cpu_before[role]
         if before is not None:
             moved = traffic.process_traffic(pids) - before
             phase.link_bytes += moved.sent + moved.received
@@ -150,6 +162,11 @@ def measure(run_interval, plan, intervals, batches_counted, pids, evaluate=None,
         if progress:
             progress(plan.batches_per_interval * plan.batch_size)
     return phase
+
+
+def _cpu_seconds(cpu_pids):
+    """{role: user + system CPU seconds used so far by its processes}."""
+    return {role: sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids) for role, pids in cpu_pids.items()}
 
 
 def evaluation(plan, model, data):
@@ -170,6 +187,9 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
     steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
     closures = plan.batches_per_interval // plan.steps_per_closure
     phases = {}
+    roles = {"workers": [task.pid for task in cluster.tasks if task.name.startswith("worker")],
+             "parameter servers": [task.pid for task in cluster.tasks if task.name.startswith("ps")],
+             "coordinator": [os.getpid()]}
     samples = ProgressLines(_total_samples(plan), "parameter servers", unit="sample")
     done = 0
 
@@ -190,7 +210,7 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
             return sum(float(loss.fetch()) for loss in losses) / closures
 
         phases[name] = measure(run_interval, plan, intervals, plan.batches_per_interval, traffic.ps_pids(cluster),
-                               evaluation(plan, model, data), progress)
+                               roles, evaluation(plan, model, data), progress)
     phases["held_bytes"] = _held_bytes(model, optimizer)
     return phases
 
@@ -274,6 +294,7 @@ def _combine(reports):
         phases = [Phase(**report["phases"][name]) for report in reports]
         total = phases[0]
         total.batches = sum(phase.batches for phase in phases)
+        total.cpu_seconds = {"workers": sum(phase.cpu_seconds["workers"] for phase in phases)}
         if total.link_bytes is not None:
             total.link_bytes = sum(phase.link_bytes for phase in phases)
         combined[name] = total
@@ -329,7 +350,7 @@ def _train_synchronously(strategy, plan, data, worker, progress):
         # Only worker 0 evaluates, between its timed intervals; the others wait for it inside their
         # next all-reduce. Worker 0's times are the ones reported.
         phase = measure(run_interval, plan, intervals, plan.batches_per_interval // plan.num_workers, [os.getpid()],
-                        evaluation(plan, model, data) if worker == 0 else None, progress)
+                        {"workers": [os.getpid()]}, evaluation(plan, model, data) if worker == 0 else None, progress)
         report["phases"][name] = asdict(phase)
     report["held_bytes"] = sum(_held_bytes(model, optimizer).values())
     report["rss_bytes"] = psutil.Process().memory_info().rss

@@ -11,24 +11,23 @@ What happens when a task dies:
 - the **coordinator**: nothing trains until it is restarted; it resumes from the
   last checkpoint too (see ``labkit.deploy.coordinator``).
 
-``train_with_recovery`` is that recovery driver, with faults injected at chosen steps.
+The recovery driver is ``labkit.recovery.train_with_recovery``; this module injects the faults
+(``FaultInjector``, its ``after_schedule`` hook; ``train_with_faults`` puts the two together),
+kills tasks at a step or a time, and runs and kills the coordinator program.
 """
 import contextlib
-import math
 import random
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import psutil
-import tensorflow as tf
 
-from labkit import models, train
-from labkit.runtime import children, loglines, processes, tfruntime
-
-PS_FAILURES = (tf.errors.UnavailableError, tf.errors.AbortedError)
+from labkit import recovery
+from labkit.recovery import PS_FAILURES, mnist_job, wait_until_workers_reach_parameter_servers  # noqa: F401  (lab 07 and exercise 3 use them from here)
+from labkit.runtime import children, processes
 
 
 @dataclass
@@ -106,180 +105,47 @@ def random_faults(tasks, count, num_steps, seed=0):
                   key=lambda fault: fault.step)
 
 
-@dataclass
-class Timeline:
-    """What happened when: seconds since the start, the training step, the event."""
+class FaultInjector:
+    """The recovery driver's ``after_schedule`` hook that applies ``faults`` to ``cluster`` at their step.
 
-    started: float = field(default_factory=time.monotonic)
-    events: list = field(default_factory=list)
-    echo: bool = False  # print each event as it happens (used by a coordinator process)
-
-    def add(self, step, event):
-        self.events.append((time.monotonic() - self.started, step, event))
-        if self.echo:
-            print(self.format_event(*self.events[-1]), flush=True)
-
-    @staticmethod
-    def format_event(seconds, step, event):
-        return loglines.timeline_line(seconds, step, event)
-
-    def __str__(self):
-        return "\n".join(self.format_event(*event) for event in self.events)
-
-
-@dataclass
-class TrainingJob:
-    """Everything one coordinator needs to train; rebuilt from scratch after a PS failure."""
-
-    strategy: object
-    coordinator: object
-    model: object
-    optimizer: object
-    train_steps: object
-    iterator: object
-    steps_per_closure: int
-    num_workers: int
-
-
-def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3, dataset_fn=None):
-    """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes.
-
-    ``dataset_fn``: where the workers' batches come from; by default
-    ``labkit.data.mnist_dataset_fn(data, batch_size)`` (each worker reads the arrays from files).
+    A fault waits until one closure per worker is scheduled beyond its step; a kill then lands once
+    the step counter on the PS reaches that step, while the workers run the closures after it.
+    ``restarted``: task -> (pid, CPU seconds of its new process right after the restart).
     """
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
-    coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-    with strategy.scope():
-        model = models.mnist_mlp(learning_rate=learning_rate)
-        optimizer = tf.keras.optimizers.legacy.Adam(learning_rate)
 
-    return TrainingJob(strategy, coordinator, model, optimizer,
-                       train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
-                       train.per_worker_iterator(coordinator, dataset_fn or train.mnist_dataset_fn(data, batch_size)),
-                       steps_per_closure,
-                       resolver.cluster_spec().num_tasks("worker"))
+    def __init__(self, cluster, faults):
+        self.cluster, self.pending, self.restarted = cluster, sorted(faults, key=lambda fault: fault.step), {}
 
+    def __call__(self, job, report, scheduled_to, more):
+        """Apply the faults due; return the step counter read right before a parameter server was killed, or None."""
+        beyond = (job.num_workers if more else 0) * job.steps_per_closure
+        killed_ps_at = None
+        while self.pending and self.pending[0].step + beyond <= scheduled_to:
+            fault = self.pending.pop(0)
+            if fault.action == "kill":
+                reached = _wait_for_step(job, fault.step)
+                self.cluster.kill(fault.task)
+                report.timeline.add(reached, f"killed {fault.task}")
+                killed_ps_at = reached if fault.task.startswith("ps") else killed_ps_at
+            else:
+                self._restart(fault.task, report.timeline, fault.step)
+        return killed_ps_at
 
-@dataclass(kw_only=True)
-class RecoveryReport(train.History):
-    """The outcome of ``train_with_recovery``: a History with a row after each checkpoint (wall
-    seconds since the start, the step, the evaluation), the timeline and the recoveries."""
-
-    timeline: Timeline
-    # dicts: failed_at_step (steps run when the PS died), resumed_from_step (the step of the
-    # checkpoint actually restored), steps_lost (the difference), seconds (to recover)
-    recoveries: list = field(default_factory=list)
-    restarted_cpu: dict = field(default_factory=dict)  # task -> (pid, CPU seconds at restart, CPU seconds at end)
-    steps_scheduled: int = 0  # in all closures scheduled, also those lost with a parameter server
-
-
-def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=100, faults=(),
-                        cluster=None, evaluate=None, max_recoveries=3, echo=False):
-    """Train until ``optimizer.iterations`` reaches ``num_steps``, checkpointing every ``checkpoint_every`` steps.
-
-    ``make_job()`` builds a fresh TrainingJob. ``faults`` are applied to ``cluster`` at their
-    step (a kill waits for the step counter to reach it). On a PS failure, dead tasks of
-    ``cluster`` are restarted and a new job resumes from the latest checkpoint. ``evaluate(model)``
-    returns a dict after each checkpoint; ``echo`` prints the timeline as it grows.
-    A closure re-run after a worker failure can carry the step count past ``num_steps``.
-    """
-    report = RecoveryReport(timeline=Timeline(echo=echo))
-    pending = sorted(faults, key=lambda fault: fault.step)
-    failure = None
-    while True:
-        job = None  # the failed job, and earlier jobs' functions, go now, while nothing reconnects the cluster
-        tfruntime.free_unreachable_functions_before_reconnecting()
-        job = make_job()
-        checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
-        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
-        if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint)
-        step = int(job.optimizer.iterations.numpy())
-        report.timeline.add(step, loglines.resumed_line(step) if step else "started")
-        # Every worker takes part from the first closure on, also when one connects late.
-        refused = wait_until_workers_reach_parameter_servers(job)
-        if failure:
-            report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
-            failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
-                           seconds=time.monotonic() - failure.pop("began"))
-            report.recoveries.append(failure)
-        try:
-            completed, ran_before_kill = [], None
-            while step < num_steps:
-                completed = []
-                closures = math.ceil(min(checkpoint_every, num_steps - step) / job.steps_per_closure)
-                for closure in range(1, closures + 1):
-                    completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
-                    report.steps_scheduled += job.steps_per_closure
-                    # A fault waits until one closure per worker is scheduled beyond its step; a kill
-                    # then lands once the step counter on the PS reaches that step, while the workers
-                    # run the closures after it. The value read is the progress the kill ends.
-                    beyond = (job.num_workers if closure < closures else 0) * job.steps_per_closure
-                    while (cluster is not None and pending
-                           and pending[0].step + beyond <= step + closure * job.steps_per_closure):
-                        fault = pending.pop(0)
-                        reached = _wait_for_step(job, fault.step) if fault.action == "kill" else fault.step
-                        if fault.action == "kill" and fault.task.startswith("ps"):
-                            ran_before_kill = reached
-                        _apply(fault, cluster, report, reached)
-                job.coordinator.join()
-                step = int(job.optimizer.iterations.numpy())
-                manager.save(checkpoint_number=step)
-                _record(report, step, job.model, evaluate)
-                report.timeline.add(step, loglines.CHECKPOINT_SAVED)
-            if report.final_step != step:  # resumed from a checkpoint at or past num_steps
-                _record(report, step, job.model, evaluate)
-            report.timeline.add(step, "training finished")
-            for task, (pid, cpu_then, _) in report.restarted_cpu.items():
-                report.restarted_cpu[task] = (pid, cpu_then, cpu_seconds(pid))
-            return report
-        except PS_FAILURES as error:
-            # Progress reached when the PS died, whose updates died with it: for an injected kill,
-            # the step counter read from the PS just before the kill; else the completed closures.
-            failed_at_step = ran_before_kill if ran_before_kill is not None else \
-                step + job.steps_per_closure * sum(_succeeded(value) for value in completed)
-            failure = {"failed_at_step": failed_at_step, "began": time.monotonic()}
-            report.timeline.add(failed_at_step, f"{type(error).__name__}: a parameter server is gone "
-                                                f"({_first_line(error.message)})")
-            if cluster is None or len(report.recoveries) >= max_recoveries:
-                raise
-            for dead in [row["task"] for row in cluster.status() if not row["alive"]]:
-                cluster.restart(dead)
-                report.timeline.add(failed_at_step, f"restarted {dead}")
+    def _restart(self, task, timeline, step):
+        timeline.add(step, f"restarting {task}")  # the driver waits while its new process starts
+        self.cluster.restart(task)
+        pid = self.cluster.task(task).pid
+        self.restarted[task] = (pid, cpu_seconds(pid))
+        timeline.add(step, f"restarted {task}")
+        if _wait_until_reconnected(*self.restarted[task]):
+            timeline.add(step, f"the coordinator reconnected {task}")
 
 
-def _record(report, step, model, evaluate):
-    """A row of ``report`` at ``step``: wall seconds since the start and ``evaluate(model)``, if given."""
-    report.record(step, time.monotonic() - report.timeline.started, evaluation=evaluate(model) if evaluate else {})
-
-
-def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
-    """Block until every worker reads a variable from every parameter server; return the refused tries.
-
-    A restarted PS serves at once, but a worker's gRPC channel to it can still be in its
-    reconnect back-off (TensorFlow caps it at 1 s) and fail calls with "Connection refused".
-    A closure scheduled in that window would fail as if the PS had died again.
-    """
-    one_variable_per_ps = list({variable.device: variable for variable in job.model.variables}.values())
-    read = tf.function(lambda: [tf.reduce_sum(variable) for variable in one_variable_per_ps])
-    waiting, refusals = list(range(job.num_workers)), []
-
-    def every_worker_reads():
-        while waiting:
-            try:
-                with tf.device(f"/job:worker/replica:0/task:{waiting[0]}"):
-                    [value.numpy() for value in read()]
-            except PS_FAILURES as error:
-                refusals.append(error)
-                return False
-            waiting.pop(0)
-        return True
-
-    processes.wait_until(every_worker_reads, timeout, "every worker to read from every parameter server",
-                         interval=0.1, error=lambda message: TimeoutError(
-                             f"{message}: worker {waiting[0]} still cannot ({len(refusals)} refused tries; "
-                             f"the last: {_first_line(refusals[-1].message)})"))
-    return len(refusals)
+def train_with_faults(cluster, make_job, num_steps, checkpoint_dir, checkpoint_every=100, faults=(), evaluate=None):
+    """``recovery.train_with_recovery`` on ``cluster`` with ``faults`` injected; dead tasks are restarted."""
+    return recovery.train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every,
+                                        restart=lambda: recovery.restart_dead_tasks(cluster), evaluate=evaluate,
+                                        after_schedule=FaultInjector(cluster, faults))
 
 
 def _wait_for_step(job, step, timeout=120.0):
@@ -294,21 +160,6 @@ def _wait_for_step(job, step, timeout=120.0):
     with contextlib.suppress(TimeoutError):
         processes.wait_until(at_step, timeout, f"the step counter to reach {step}", interval=0.02)
     return reached
-
-
-def _apply(fault, cluster, report, step):
-    if fault.action == "kill":
-        cluster.kill(fault.task)
-        report.timeline.add(step, f"killed {fault.task}")
-    else:
-        report.timeline.add(step, f"restarting {fault.task}")  # the driver waits while its new process starts
-        cluster.restart(fault.task)
-        pid = cluster.task(fault.task).pid
-        cpu_at_restart = cpu_seconds(pid)
-        report.restarted_cpu[fault.task] = (pid, cpu_at_restart, None)
-        report.timeline.add(step, f"restarted {fault.task}")
-        if _wait_until_reconnected(pid, cpu_at_restart):
-            report.timeline.add(step, f"the coordinator reconnected {fault.task}")
 
 
 def _wait_until_reconnected(pid, cpu_at_restart, timeout=30.0, min_cpu_seconds=0.05):
@@ -351,22 +202,6 @@ def read_until(process, text):
             return lines
     raise RuntimeError(f"the process ended (exit code {process.wait()}) before printing {text!r}. "
                        "It printed:\n" + "\n".join(lines[-20:]))
-
-
-def _first_line(message, width=120):
-    """The first line of an error message that says something (not a heading such as "Graph execution error:")."""
-    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.strip().endswith(":")]
-    line = lines[0] if lines else message.strip()
-    return line if len(line) <= width else line[:width - 3] + "..."
-
-
-def _succeeded(remote_value):
-    """True if a scheduled closure finished without error."""
-    try:
-        remote_value.fetch()
-        return True
-    except Exception:  # the closure failed or was cancelled with the rest
-        return False
 
 
 def kill_and_restart_coordinator(cluster, arguments, kill_when, resumed_when, finished_when):

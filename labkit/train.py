@@ -30,7 +30,7 @@ class History:
     mean training loss, steps/s, metrics and evaluation results.
 
     Every lab's training function returns a History, or a subclass that adds the lab's own
-    measurements (``compression.Result``, ``staleness.Run``, ``faults.RecoveryReport``,
+    measurements (``compression.Result``, ``staleness.Run``, ``recovery.RecoveryReport``,
     ``allreduce.Phase``). A value a run does not measure is NaN.
     """
 

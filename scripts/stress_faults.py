@@ -27,9 +27,9 @@ COORDINATOR_KILL = loglines.timeline_event(40, loglines.CHECKPOINT_SAVED)
 
 
 def recovery_run(cluster, data, injected_faults):
-    return faults.train_with_recovery(lambda: faults.mnist_job(cluster.resolver(), data), NUM_STEPS,
-                                      tempfile.mkdtemp(prefix="labkit-stress-"), CHECKPOINT_EVERY,
-                                      faults=injected_faults, cluster=cluster)
+    return faults.train_with_faults(cluster, lambda: faults.mnist_job(cluster.resolver(), data), NUM_STEPS,
+                                    tempfile.mkdtemp(prefix="labkit-stress-"), CHECKPOINT_EVERY,
+                                    faults=injected_faults)
 
 
 def worker_round(cluster, data):

@@ -8,7 +8,7 @@ import types
 import pytest
 
 import labkit  # noqa: F401  (Keras 2 before TensorFlow)
-from labkit import checks, faults
+from labkit import checks, faults, recovery
 from labkit.cluster import Task
 
 tf = pytest.importorskip("tensorflow")
@@ -36,11 +36,11 @@ def killed_ps(sleeper, tmp_path, killed_at, counter):
 def job_at(step):
     optimizer = tf.keras.optimizers.legacy.Adam()
     optimizer.iterations.assign(step)
-    return faults.TrainingJob(None, None, None, optimizer, None, None, 10, 1)
+    return recovery.TrainingJob(None, None, None, optimizer, None, None, 10, 1)
 
 
 def report(final_step, steps_scheduled=0, recoveries=(), checkpoint_steps=()):
-    recovered = faults.RecoveryReport(timeline=faults.Timeline(), recoveries=list(recoveries),
+    recovered = recovery.RecoveryReport(timeline=recovery.Timeline(), recoveries=list(recoveries),
                                       steps_scheduled=steps_scheduled)
     for step in sorted({*checkpoint_steps, final_step}):  # a row per checkpoint; the last at the final step
         recovered.record(step, 0.0)
@@ -88,7 +88,7 @@ def test_ex3_a_dead_ps_must_be_restarted(sleeper, tmp_path):
 def test_ex3_training_must_reach_num_steps():
     optimizer = tf.keras.optimizers.legacy.Adam()
     optimizer.iterations.assign(150)
-    job = faults.TrainingJob(None, None, None, optimizer, None, None, 10, 1)
+    job = recovery.TrainingJob(None, None, None, optimizer, None, None, 10, 1)
     with pytest.raises(AssertionError, match="training ended at step 150, not 200"):
         checks.trained_to(job, 200, data=None, target_accuracy=0.9)
 

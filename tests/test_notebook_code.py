@@ -1,6 +1,6 @@
 """Where a notebook defines a function or class that labkit keeps for reuse, the two are the same
 code (compared as syntax trees, so comments and blank lines may differ): the learner reads and
-edits the notebook's copy, and the lab runs labkit's."""
+edits the notebook's copy, and labkit's serves the rest of the kit."""
 import ast
 import inspect
 import textwrap
@@ -8,7 +8,7 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit import models, train
+from labkit import models, recovery, train
 from labkit.bench import metering, stats
 from smoke_notebooks import NOTEBOOKS
 
@@ -17,6 +17,9 @@ COPIES = [
     ("02_strategy_and_mnist.ipynb", "mnist_mlp", models.mnist_mlp),
     ("03_custom_training_loop.ipynb", "make_train_steps", train.make_train_steps),
     ("03_custom_training_loop.ipynb", "pack_steps", train.pack_steps),
+    ("04_mini_transformer_lm.ipynb", "PositionEmbedding", models.PositionEmbedding),
+    ("04_mini_transformer_lm.ipynb", "mini_transformer_lm", models.mini_transformer_lm),
+    ("07_fault_tolerance.ipynb", "train_with_recovery", recovery.train_with_recovery),
     ("08_performance_analysis.ipynb", "Meter", metering.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),
     ("08_performance_analysis.ipynb", "run_custom", metering.run_custom),

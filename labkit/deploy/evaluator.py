@@ -4,7 +4,7 @@ It watches a checkpoint directory, loads each new checkpoint into a local copy o
 the MNIST model and evaluates it on the test set, so evaluation never slows the
 cluster. It stops after the checkpoint of ``--until-step``. Keras'
 ``SidecarEvaluator`` does the watching; the checkpoints are those that
-``labkit.faults.train_with_recovery`` writes.
+``labkit.recovery.train_with_recovery`` writes.
 """
 import argparse
 from pathlib import Path
