@@ -8,6 +8,7 @@ import textwrap
 import nbformat
 import pytest
 
+from labkit import compression
 from labkit.bench import metering, stats
 from smoke_notebooks import NOTEBOOKS
 
@@ -16,6 +17,9 @@ COPIES = [
     ("08_performance_analysis.ipynb", "Meter", metering.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),
     ("08_performance_analysis.ipynb", "run_custom", metering.run_custom),
+    ("05_gradient_compression.ipynb", "compress_with_feedback", compression.compress_with_feedback),
+    ("05_gradient_compression.ipynb", "CompressedSGD", compression.CompressedSGD),
+    ("05_gradient_compression.ipynb", "CompressedPulls", compression.CompressedPulls),
 ]
 
 
