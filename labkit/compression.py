@@ -47,7 +47,8 @@ def payload_parts(compressor, shapes):
     return parts
 
 
-def _payload_bytes_tensor(payload):
+def payload_bytes_tensor(payload):
+    """``payload_bytes`` as a tensor, computed where it runs (inside a tf.function, on the PS)."""
     return tf.add_n([tf.cast(tf.size(t), tf.int64) * t.dtype.size for t in payload.values()])
 
 
@@ -272,70 +273,74 @@ def warmup_ratio(step, ratio, warmup_steps):
 
 def dgc_options(momentum=0.9, clip_norm=5.0, warmup_steps=100):
     """CompressedSGD options for Deep Gradient Compression (Lin et al. 2018), with a TopK compressor."""
-    return {"error_feedback": True, "momentum": momentum, "momentum_correction": True,
+    return {"error_feedback": True, "momentum": momentum, "momentum_correction": True, "factor_masking": True,
             "clip_norm": clip_norm, "warmup_steps": warmup_steps}
 
 
 class CompressedSGD:
     """SGD whose updates travel compressed; use it where an optimizer goes.
 
-    Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``: the
-    worker's state (residuals, DGC velocities, its step count) is per-worker variables that
-    never cross the network. ``learning_rate`` is a number or a function of the worker's
-    step count. ``momentum`` without ``momentum_correction`` is kept on the PS (naive);
-    with it, on the worker (DGC), where the entries just sent restart their momentum
-    (factor masking). ``clip_norm`` clips each worker's gradient by global norm;
+    Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``: the worker's
+    state (residuals, DGC velocities) is per-worker variables that never cross the network.
+    ``steps`` counts the job's steps on the PS (every worker's), so a warm-up follows the job
+    whichever worker runs each step. ``learning_rate`` is a number or a function of that count.
+    ``momentum`` alone is kept on the PS (the naive way); with ``momentum_correction``, on the
+    worker before compression (DGC), where ``factor_masking`` restarts the velocity of the
+    entries just sent. ``clip_norm`` clips each worker's gradient by global norm;
     ``warmup_steps`` ramps a TopK's ratio exponentially from 25 % to its own.
     ``pushed_bytes`` (on the PS) adds up the payload bytes that arrived.
     """
 
     def __init__(self, variables, compressor, learning_rate=0.1, error_feedback=False, momentum=0.0,
-                 momentum_correction=False, clip_norm=None, warmup_steps=0):
+                 momentum_correction=False, factor_masking=False, clip_norm=None, warmup_steps=0):
         if warmup_steps and not isinstance(compressor, TopK):
             raise ValueError(f"warmup_steps ramps a TopK's ratio; {compressor.name} has none. Use TopK or 0.")
         if momentum_correction and not momentum:
             raise ValueError("momentum_correction needs a momentum, e.g. momentum=0.9.")
+        if factor_masking and not momentum_correction:
+            raise ValueError("factor_masking restarts the worker's velocity: it needs momentum_correction=True.")
         self.compressor, self.learning_rate, self.error_feedback = compressor, learning_rate, error_feedback
-        self.momentum, self.momentum_correction = momentum, momentum_correction
+        self.momentum, self.momentum_correction, self.factor_masking = momentum, momentum_correction, factor_masking
         self.clip_norm, self.warmup_steps = clip_norm, warmup_steps
         self.pushed_bytes = tf.Variable(0, dtype=tf.int64, trainable=False, name="pushed_bytes")
-        self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, per_worker_variable=True)
+        self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="steps")
 
-        def per_worker_zeros():
+        def on_each_worker():
             return [tf.Variable(tf.zeros(v.shape), trainable=False, per_worker_variable=True) for v in variables]
-        self.residuals = per_worker_zeros() if error_feedback else None
-        self.velocities = per_worker_zeros() if momentum_correction else None
+        self.residuals = on_each_worker() if error_feedback else None
+        self.velocities = on_each_worker() if momentum_correction else None
         self.ps_velocities = [tf.Variable(tf.zeros(v.shape), trainable=False) for v in variables] \
             if momentum and not momentum_correction else None
 
     def apply_gradients(self, gradients_and_variables):
+        """On a worker: compress each update there and apply only its payload on the variable's PS."""
         gradients, variables = zip(*gradients_and_variables)
         if self.clip_norm:
             gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm)
-        step = tf.convert_to_tensor(self.steps)
-        self.steps.assign(step + 1)
+        step = self.steps.assign_add(1) - 1  # on the PS: the job's step count comes back (8 bytes)
         learning_rate = self.learning_rate(step) if callable(self.learning_rate) else self.learning_rate
         options = {"ratio": warmup_ratio(step, self.compressor.ratio, self.warmup_steps)} if self.warmup_steps else {}
         pushed = []
         for i, (gradient, variable) in enumerate(zip(gradients, variables)):
-            if self.momentum_correction:
+            if self.momentum_correction:  # the velocity is accumulated on the worker, before compression
                 velocity = self.momentum * self.velocities[i] + gradient
+                self.velocities[i].assign(velocity)
                 gradient = velocity
             update = learning_rate * gradient
             if self.error_feedback:
-                payload, new_residual = compress_with_feedback(self.compressor, update, self.residuals[i], **options)
-                self.residuals[i].assign(new_residual)
+                payload, residual = compress_with_feedback(self.compressor, update, self.residuals[i], **options)
+                self.residuals[i].assign(residual)
             else:
                 payload = self.compressor.compress(update, **options)
-            if self.momentum_correction:  # factor masking
+            if self.factor_masking:  # the entries just sent restart their velocity at 0
                 sent = self.compressor.decompress(payload, variable.shape) != 0
                 self.velocities[i].assign(tf.where(sent, 0.0, velocity))
-            pushed.append(self._apply(i, variable, payload))
+            pushed.append(self.apply_on_ps(i, variable, payload))
         with tf.device(self.pushed_bytes.device):
             self.pushed_bytes.assign_add(tf.add_n(pushed))
 
-    def _apply(self, i, variable, payload):
-        """Apply one payload on the variable's PS; return its byte count (computed there too)."""
+    def apply_on_ps(self, i, variable, payload):
+        """Apply one payload on the variable's PS (momentum there, the naive way); return its bytes."""
         with tf.device(variable.device):
             if self.ps_velocities:
                 velocity = self.ps_velocities[i]
@@ -343,7 +348,7 @@ class CompressedSGD:
                 variable.assign_sub(velocity)
             else:
                 self.compressor.apply(variable, payload)
-            return _payload_bytes_tensor(payload)
+            return payload_bytes_tensor(payload)
 
 
 class CompressedPulls:
@@ -353,7 +358,8 @@ class CompressedPulls:
     on the PS: ``payload = compress(w_ps − seen[worker])`` and ``seen[worker] += decompress(payload)``;
     on the worker: ``replica += decompress(payload)``. ``seen[worker]`` and the replica stay
     equal, and what a pull left out is still in ``w_ps − seen[worker]`` for the next one.
-    ``pulled_bytes`` (on the PS) adds up the payload bytes sent.
+    ``seen`` costs the PS one copy of the model per worker. ``pulled_bytes`` (on the PS) adds up
+    the payload bytes sent.
     """
 
     def __init__(self, strategy, variables, compressor):
@@ -371,11 +377,11 @@ class CompressedPulls:
         worker = tf.distribute.coordinator.experimental_get_current_worker_index()
         values, sent = [], []
         for variable, seen, replica in zip(self.variables, self.seen, self.replicas):
-            with tf.device(variable.device):
+            with tf.device(variable.device):  # on the PS: compress what this worker has not seen yet
                 payload = self.compressor.compress(variable - tf.gather(seen, worker))
                 change = self.compressor.decompress(payload, variable.shape)
                 seen.scatter_nd_add(tf.reshape(worker, [1, 1]), change[None])
-                sent.append(_payload_bytes_tensor(payload))
+                sent.append(payload_bytes_tensor(payload))
             value = tf.convert_to_tensor(replica) + self.compressor.decompress(payload, replica.shape)
             replica.assign(value)
             values.append(value)
@@ -444,19 +450,21 @@ class Result(train.History):
 
 
 def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_steps=600, steps_per_closure=10,
-                batch_size=64, learning_rate=0.1, hidden_units=128, ps_pids=(), seed=0, name=None, **sgd_options):
+                batch_size=64, learning_rate=0.1, hidden_units=128, ps_pids=(), seed=0, name=None,
+                push_class=CompressedSGD, pull_class=CompressedPulls, **sgd_options):
     """Train the MNIST MLP with compressed pushes (and pulls, if ``pull`` is a compressor); measure it.
 
-    ``sgd_options`` go to ``CompressedSGD`` (error_feedback, momentum, ...). The first closure
-    (tracing, first reads) is not counted in bytes or speed.
+    ``sgd_options`` go to ``push_class`` (error_feedback, momentum, ...); ``push_class`` and
+    ``pull_class`` may be your own versions of ``CompressedSGD`` and ``CompressedPulls``. The first
+    closure (tracing, first reads) is not counted in bytes or speed.
     """
     compressor = compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
     num_workers = strategy.extended._num_workers
     with strategy.scope():
         model = models.mnist_mlp(hidden_units)
-        optimizer = CompressedSGD(model.trainable_variables, compressor, learning_rate, **sgd_options)
-        pulls = CompressedPulls(strategy, model.trainable_variables, pull) if pull else None
+        optimizer = push_class(model.trainable_variables, compressor, learning_rate, **sgd_options)
+        pulls = pull_class(strategy, model.trainable_variables, pull) if pull else None
     batches = train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, seed, shards=num_workers))
     train_steps = make_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
 
@@ -484,6 +492,33 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
     result.record(num_steps, seconds, steps_per_second=timed_steps / seconds,
                   evaluation={"accuracy": models.accuracy(model, data.x_test, data.y_test)})
     return result
+
+
+def accuracy_spread(runs):
+    """The final test accuracies of ``runs`` (one per seed): their mean, lowest and highest."""
+    accuracies = [r.final_accuracy for r in runs]
+    return float(np.mean(accuracies)), min(accuracies), max(accuracies)
+
+
+def mean_difference(runs, others):
+    """How much more accurate ``runs`` are than ``others`` on average, and the standard error of that
+    difference from the spread between their seeds (0 with one seed each): test accuracy on a
+    finite test set and a seed's luck both move each run."""
+    def accuracies(group):
+        return np.array([r.final_accuracy for r in group], dtype=np.float64)
+
+    def variance_of_mean(values):
+        return values.var(ddof=1) / len(values) if len(values) > 1 else 0.0
+    mine, theirs = accuracies(runs), accuracies(others)
+    return float(mine.mean() - theirs.mean()), float(np.sqrt(variance_of_mean(mine) + variance_of_mean(theirs)))
+
+
+def outside_spread(runs, others):
+    """+1 if every one of ``runs`` is more accurate than every one of ``others``, -1 if every one is
+    less accurate, 0 if their seeds' ranges overlap (no winner)."""
+    _, low, high = accuracy_spread(runs)
+    _, other_low, other_high = accuracy_spread(others)
+    return 1 if low > other_high else -1 if high < other_low else 0
 
 
 def format_results(results, baseline=None):

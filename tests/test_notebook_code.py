@@ -8,7 +8,7 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit import models, recovery, train
+from labkit import compression, models, recovery, train
 from labkit.bench import metering, stats
 from smoke_notebooks import NOTEBOOKS
 
@@ -19,6 +19,9 @@ COPIES = [
     ("03_custom_training_loop.ipynb", "pack_steps", train.pack_steps),
     ("04_mini_transformer_lm.ipynb", "PositionEmbedding", models.PositionEmbedding),
     ("04_mini_transformer_lm.ipynb", "mini_transformer_lm", models.mini_transformer_lm),
+    ("05_gradient_compression.ipynb", "compress_with_feedback", compression.compress_with_feedback),
+    ("05_gradient_compression.ipynb", "CompressedSGD", compression.CompressedSGD),
+    ("05_gradient_compression.ipynb", "CompressedPulls", compression.CompressedPulls),
     ("07_fault_tolerance.ipynb", "train_with_recovery", recovery.train_with_recovery),
     ("08_performance_analysis.ipynb", "Meter", metering.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),

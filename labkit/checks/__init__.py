@@ -15,7 +15,7 @@ from labkit.checks.cluster_by_hand import (  # noqa: F401
     cluster_trained, servers_serving, tf_configs,
 )
 from labkit.checks.compression import (  # noqa: F401
-    compression_result, compressor_shrinks, contracts, dgc_beats_naive, fewer_total_bytes,
+    compression_result, compressor_shrinks, contracts, dgc_beats_naive, fewer_total_bytes, same_payload,
     within_variance_bound,
 )
 from labkit.checks.custom_loop import (  # noqa: F401

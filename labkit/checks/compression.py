@@ -65,29 +65,43 @@ def compression_result(result, dense, min_ratio, max_accuracy_loss):
 
 def fewer_total_bytes(dense_runs, compressed_runs, min_ratio, max_accuracy_loss):
     """Same seeds; the mean total (push + pull) bytes on the PS sockets >= min_ratio times fewer; mean
-    accuracy at most ``max_accuracy_loss`` below. Returns (ratio, accuracy loss)."""
+    accuracy at most ``max_accuracy_loss`` below the uncompressed runs' mean, plus two standard errors
+    of that difference (the noise the seeds show: the same runs on a 1,000-image test set move by about
+    a point). Returns (ratio, accuracy loss, its standard error)."""
     seeds = sorted(r.seed for r in dense_runs)
     require(seeds and seeds == sorted(r.seed for r in compressed_runs),
         f"compare runs with the same seeds: {seeds} vs {sorted(r.seed for r in compressed_runs)}.")
     require(all(r.measured for r in dense_runs + compressed_runs),
         "the runs have no bytes measured on the PS sockets: pass ps_pids=traffic.ps_pids(cluster) (needs ss).")
     ratio = np.mean([r.measured_total for r in dense_runs]) / np.mean([r.measured_total for r in compressed_runs])
-    lost = np.mean([r.final_accuracy for r in dense_runs]) - np.mean([r.final_accuracy for r in compressed_runs])
+    lost, noise = compression.mean_difference(dense_runs, compressed_runs)
     require(ratio >= min_ratio, f"{ratio:.1f}x fewer total bytes (push + pull) on the PS sockets; the goal is {min_ratio}x.")
-    require(lost <= max_accuracy_loss, f"{lost * 100:.2f} points of mean accuracy lost over seeds {seeds}, "
-                                       f"more than {max_accuracy_loss * 100:g}.")
-    return ratio, lost
+    require(lost <= max_accuracy_loss + 2 * noise,
+        f"{lost * 100:.2f} points of mean accuracy lost over seeds {seeds}, more than {max_accuracy_loss * 100:g} "
+        f"plus two standard errors of the difference ({2 * noise * 100:.2f}).")
+    return ratio, lost, noise
 
 
 def within_variance_bound(variance, bound):
     """A measured E||Q(v) − v||² / ||v||² is at most the paper's bound."""
-    require(variance <= bound, f"measured variance {variance:.4g} ||v||² is above the bound {bound:.4g} ||v||²."
+    require(variance <= bound, f"measured variance {variance:.4g} ||v||² is above the bound {bound:.4g} ||v||².")
 
-)
-def dgc_beats_naive(dense_runs, dgc_runs, naive_runs, min_gain):
-    """DGC's mean accuracy is at least ``min_gain`` above naive top-k with momentum on the PS."""
-    def mean(runs):
-        return float(np.mean([r.final_accuracy for r in runs]))
-    require(mean(dgc_runs) >= mean(naive_runs) + min_gain,
-        f"DGC reached {mean(dgc_runs):.3f}, naive top-k with momentum on the PS {mean(naive_runs):.3f} "
-        f"(uncompressed {mean(dense_runs):.3f}): DGC should win by at least {min_gain * 100:g} points.")
+
+def same_payload(runs):
+    """Like for like: every run pushed the same payload bytes per step (the same compressor, ratio and warm-up)."""
+    pushed = [r.push_payload for r in runs]
+    require(max(pushed) <= min(pushed) * 1.001,
+        "the runs compared pushed different payloads per step: "
+        + ", ".join(f"{r.name} (seed {r.seed}) {r.push_payload:,.0f} bytes" for r in runs)
+        + ". Give them the same top-k ratio and the same warm-up.")
+
+
+def dgc_beats_naive(dgc_runs, naive_runs):
+    """Like for like (the same payload), every DGC seed is more accurate than every seed of naive
+    top-k with error feedback and momentum on the PS: a win outside the seeds' spread."""
+    same_payload(dgc_runs + naive_runs)
+    dgc, naive = compression.accuracy_spread(dgc_runs), compression.accuracy_spread(naive_runs)
+    require(compression.outside_spread(dgc_runs, naive_runs) == 1,
+        f"DGC reached {dgc[0]:.3f} ({dgc[1]:.3f}–{dgc[2]:.3f} over {len(dgc_runs)} seeds), naive top-k with "
+        f"momentum on the PS {naive[0]:.3f} ({naive[1]:.3f}–{naive[2]:.3f}): DGC's worst seed should beat "
+        "naive's best.")

@@ -1,0 +1,154 @@
+"""The checks of notebook 05 and exercise 2 pass right results and reject wrong ones: a learner's
+compressor, fewer bytes at the same accuracy (within the seeds' noise), like-for-like payloads, and
+DGC's win over the naive way outside the seeds' spread."""
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import labkit
+from labkit import checks, compression
+
+SHAPE = (40, 25)
+
+
+@pytest.fixture
+def gradient():
+    return tf.random.stateless_normal(SHAPE, seed=[1, 2])
+
+
+class LearnerTopK(compression.Compressor):
+    """A correct learner's top-k (what the exercise asks for)."""
+
+    def __init__(self, ratio=0.01):
+        self.ratio, self.name = ratio, "learner top-k"
+
+    def k(self, size):
+        return max(1, math.ceil(self.ratio * size))
+
+    def compress(self, gradient):
+        flat = tf.reshape(gradient, [-1])
+        positions = tf.math.top_k(tf.abs(flat), k=self.k(flat.shape[0]), sorted=False).indices
+        return {"values": tf.gather(flat, positions), "positions": positions}
+
+    def decompress(self, payload, shape):
+        return tf.reshape(tf.scatter_nd(payload["positions"][:, None], payload["values"], [math.prod(shape)]), shape)
+
+    def bytes_per_step(self, shape):
+        return 8 * self.k(math.prod(shape))
+
+
+class ShiftedPositions(LearnerTopK):
+    def decompress(self, payload, shape):
+        return super().decompress({"values": payload["values"], "positions": (payload["positions"] + 1) % 3},
+                                  shape)
+
+
+class ReversedValues(LearnerTopK):
+    def decompress(self, payload, shape):
+        return super().decompress({"values": payload["values"][::-1], "positions": payload["positions"]}, shape)
+
+
+class ScaledUp(LearnerTopK):
+    def decompress(self, payload, shape):
+        return 2 * super().decompress(payload, shape)
+
+
+class SmallestK(LearnerTopK):
+    def compress(self, gradient):
+        flat = tf.reshape(gradient, [-1])
+        positions = tf.math.top_k(-tf.abs(flat), k=self.k(flat.shape[0])).indices
+        return {"values": tf.gather(flat, positions), "positions": positions}
+
+
+def test_a_correct_learner_compressor_passes_the_exercise_check():
+    checks.compressor_shrinks(LearnerTopK(0.01), min_ratio=40)
+
+
+@pytest.mark.parametrize("compressor, hint", [
+    (ShiftedPositions(), "exact values at the positions"),
+    (ReversedValues(), "exact values at the positions"),
+    (ScaledUp(), "exact values at the positions"),
+    (SmallestK(), "contraction"),
+    (compression.TopK(0.01), "your own class"),
+    (type("Copied", (compression.TopK,), {})(0.01), "your own class"),
+], ids=["shifted", "reversed", "scaled", "smallest", "library", "subclass"])
+def test_the_exercise_check_rejects_wrong_compressors(compressor, hint):
+    with pytest.raises(AssertionError, match=hint):
+        checks.compressor_shrinks(compressor, min_ratio=40)
+
+
+def test_contraction_check_rejects_a_compressor_that_keeps_too_little(gradient):
+    kept_small = np.where(np.abs(gradient.numpy()) < 0.1, gradient.numpy(), 0)
+    with pytest.raises(AssertionError, match="contraction"):
+        checks.contracts(gradient, kept_small, int((kept_small != 0).sum()))
+
+
+def result(name, accuracy, total, seed=0):
+    measured = labkit.traffic.Traffic(received=total / 2, sent=total / 2)
+    run = compression.Result(name=name, seed=seed, error_feedback=True, push_payload=total / 4,
+                             pull_payload=total / 4, model_bytes=407_080, measured=measured)
+    run.record(600, 60.0, steps_per_second=10.0, evaluation={"accuracy": accuracy})
+    return run
+
+
+def test_both_ways_check_passes_enough_bytes_saved_at_the_same_accuracy():
+    dense = [result("dense", a, 830_000, seed) for seed, a in enumerate((0.90, 0.91, 0.89))]
+    compressed = [result("top-k", a, 30_000, seed) for seed, a in enumerate((0.90, 0.90, 0.89))]
+    checks.fewer_total_bytes(dense, compressed, min_ratio=20, max_accuracy_loss=0.01)
+
+
+@pytest.mark.parametrize("totals, accuracies, hint", [
+    (50_000, (0.90, 0.91, 0.89), "fewer total bytes"),
+    (30_000, (0.87, 0.87, 0.86), "points of mean accuracy"),
+])
+def test_both_ways_check_rejects_too_many_bytes_or_lost_accuracy(totals, accuracies, hint):
+    dense = [result("dense", a, 830_000, seed) for seed, a in enumerate((0.90, 0.91, 0.89))]
+    compressed = [result("top-k", a, totals, seed) for seed, a in enumerate(accuracies)]
+    with pytest.raises(AssertionError, match=hint):
+        checks.fewer_total_bytes(dense, compressed, min_ratio=20, max_accuracy_loss=0.01)
+
+
+def test_both_ways_check_needs_the_same_seeds_and_measured_bytes():
+    dense = [result("dense", 0.9, 830_000, seed=0)]
+    with pytest.raises(AssertionError, match="same seeds"):
+        checks.fewer_total_bytes(dense, [result("top-k", 0.9, 30_000, seed=1)], 20, 0.01)
+    unmeasured = result("top-k", 0.9, 30_000)
+    unmeasured.measured = None
+    with pytest.raises(AssertionError, match="no bytes measured"):
+        checks.fewer_total_bytes(dense, [unmeasured], 20, 0.01)
+
+
+def test_variance_bound_check_rejects_a_variance_above_the_bound():
+    checks.within_variance_bound(0.5, 1.0)
+    with pytest.raises(AssertionError, match="above the bound"):
+        checks.within_variance_bound(1.2, 1.0)
+
+
+def test_both_ways_check_allows_a_loss_within_the_seeds_noise_only():
+    dense = [result("dense", a, 830_000, seed) for seed, a in enumerate((0.90, 0.91, 0.89))]
+    noisy = [result("top-k", a, 30_000, seed) for seed, a in enumerate((0.91, 0.87, 0.88))]  # 1.3 points, noisy
+    ratio, lost, noise = checks.fewer_total_bytes(dense, noisy, min_ratio=20, max_accuracy_loss=0.01)
+    assert lost == pytest.approx(0.0133, abs=1e-4) and lost < 0.01 + 2 * noise
+    steady = [result("top-k", a, 30_000, seed) for seed, a in enumerate((0.875, 0.870, 0.872))]  # 2.8 points, steady
+    with pytest.raises(AssertionError, match="plus two standard errors"):
+        checks.fewer_total_bytes(dense, steady, min_ratio=20, max_accuracy_loss=0.01)
+
+
+def test_same_payload_check_rejects_runs_with_different_warm_up():
+    same = [result("naive", 0.85, 1), result("dgc", 0.91, 1)]
+    checks.same_payload(same)
+    with pytest.raises(AssertionError, match="different payloads per step"):
+        checks.same_payload([result("naive", 0.85, 1), result("dgc with a longer warm-up", 0.91, 1.2)])
+
+
+def test_dgc_check_needs_a_win_outside_the_spread_at_the_same_payload():
+    naive = [result("naive", a, 1, seed) for seed, a in enumerate((0.83, 0.86, 0.81))]
+    checks.dgc_beats_naive([result("dgc", a, 1, seed) for seed, a in enumerate((0.91, 0.90, 0.92))], naive)
+    overlapping = [result("dgc", a, 1, seed) for seed, a in enumerate((0.91, 0.85, 0.92))]  # higher mean, one seed below
+    with pytest.raises(AssertionError, match="DGC's worst seed should beat naive's best"):
+        checks.dgc_beats_naive(overlapping, naive)
+    larger_payload = [result("dgc", a, 1.2, seed) for seed, a in enumerate((0.91, 0.90, 0.92))]
+    with pytest.raises(AssertionError, match="different payloads per step"):
+        checks.dgc_beats_naive(larger_payload, naive)
