@@ -319,29 +319,39 @@ def delay_name(delay, random_delay=False):
 
 def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0,
                 num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64, slow_worker=None,
-                slow_ms=0, seed=0, random_delay=False, ssp_bound=None, max_wait_ms=2000):
+                slow_ms=0, seed=0, random_delay=False, ssp_bound=None, max_wait_ms=2000,
+                optimizer_class=None, train_steps=None, curve_test_images=None):
     """Train the MNIST MLP with StalenessSGD on the cluster; evaluate every ``evaluate_every`` steps.
 
+    The last evaluation uses the whole test set; with ``curve_test_images=N`` the earlier ones
+    (the curve) use its first N images, which costs less.
+
     Worker ``slow_worker`` (an index) waits ``slow_ms`` for each batch, inside its
-    read→update window: a slow input pipeline.
+    read→update window: a slow input pipeline. ``optimizer_class`` (a StalenessSGD, or a
+    subclass) and ``train_steps`` (``make_train_steps``, or a function like it) let a notebook
+    run with its own definitions of the PS update and of the worker's step.
     """
+    optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_train_steps
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
                          f"and evaluate_every a multiple of steps_per_closure ({steps_per_closure})")
     tf.keras.utils.set_random_seed(seed)
     with strategy.scope():
         model = models.mnist_mlp()
-        optimizer = StalenessSGD(model.trainable_variables, rule, learning_rate, delay, num_workers,
+        optimizer = optimizer_class(model.trainable_variables, rule, learning_rate, delay, num_workers,
                                  random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seed)
     batches = train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, slow_worker, slow_ms))
 
+    evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
+
     def evaluate():
+        images = None if next(evaluations) == 1 else curve_test_images
         finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)
-        return {"updates": int(optimizer.version.numpy()),
-                "accuracy": models.accuracy(model, data.x_test, data.y_test) if finite else math.nan}
+        accuracy = models.accuracy(model, data.x_test[:images], data.y_test[:images]) if finite else math.nan
+        return {"updates": int(optimizer.version.numpy()), "accuracy": accuracy}
 
     run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed)
-    train.run(coordinator, make_train_steps(strategy, model, optimizer, steps_per_closure), batches,
+    train.run(coordinator, train_steps(strategy, model, optimizer, steps_per_closure), batches,
               num_steps, steps_per_closure, log_every_steps=evaluate_every, evaluate=evaluate,
               description=f"{rule.name}, delay {run.delay}, seed {seed}", history=run)
     run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())

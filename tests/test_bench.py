@@ -162,3 +162,16 @@ def test_tiny_sweep_plots_a_png(tiny_sweep):
     out, _ = tiny_sweep
     png = (out / "sweep.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
+
+
+def test_a_measurement_times_with_the_meter_it_is_given():
+    made = []
+
+    class RecordedMeter(metering.Meter):
+        def __init__(self, pids, ps_pids=()):
+            super().__init__(pids, ps_pids)
+            made.append(self)
+
+    point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
+    row = bench.measure_single_process(point, bench.Data(["mlp"]), 2, 5, 0.5, meter=RecordedMeter)
+    assert len(made) == 1 and len(made[0].seconds) == row["intervals"] == 2

@@ -3,16 +3,17 @@ code (compared as syntax trees, so comments and blank lines may differ): the lea
 edits the notebook's copy, and labkit's serves the rest of the kit."""
 import ast
 import inspect
+import sys
 import textwrap
 
 import nbformat
 import pytest
 
-from labkit import compression, models, recovery, train
+from labkit import compression, models, recovery, staleness, train
 from labkit.bench import metering, stats
 from smoke_notebooks import NOTEBOOKS
 
-# (notebook, the name it defines, labkit's object)
+# (notebook, the name it defines, labkit's object); "Class.method" names a method the notebook's class defines
 COPIES = [
     ("02_strategy_and_mnist.ipynb", "mnist_mlp", models.mnist_mlp),
     ("03_custom_training_loop.ipynb", "make_train_steps", train.make_train_steps),
@@ -22,6 +23,12 @@ COPIES = [
     ("05_gradient_compression.ipynb", "compress_with_feedback", compression.compress_with_feedback),
     ("05_gradient_compression.ipynb", "CompressedSGD", compression.CompressedSGD),
     ("05_gradient_compression.ipynb", "CompressedPulls", compression.CompressedPulls),
+    ("06_stale_gradients.ipynb", "make_train_steps", staleness.make_train_steps),
+    ("06_stale_gradients.ipynb", "VersionedSGD.begin_step", staleness.StalenessSGD.begin_step),
+    ("06_stale_gradients.ipynb", "VersionedSGD.apply", staleness.StalenessSGD.apply),
+    *[("06_stale_gradients.ipynb", rule.__name__, rule) for rule in (
+        staleness.Constant, staleness.InverseTau, staleness.InverseOnePlusTau, staleness.DelayCompensated,
+        staleness.AdaptiveDelayCompensated)],
     ("07_fault_tolerance.ipynb", "train_with_recovery", recovery.train_with_recovery),
     ("08_performance_analysis.ipynb", "Meter", metering.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),
@@ -36,10 +43,14 @@ def definitions(source):
 
 
 def notebook_definition(name, notebook):
+    owner, _, method = name.rpartition(".")
     cells = nbformat.read(NOTEBOOKS / notebook, as_version=4).cells
     found = [tree for cell in cells if cell.cell_type == "code"
-             for defined, tree in definitions(cell.source).items() if defined == name]
-    assert len(found) == 1, f"{notebook} defines {name} {len(found)} times; expected once"
+             for defined, tree in definitions(cell.source).items() if defined == (owner or method)]
+    assert len(found) == 1, f"{notebook} defines {owner or method} {len(found)} times; expected once"
+    if owner:
+        found = [node for node in found[0].body if isinstance(node, ast.FunctionDef) and node.name == method]
+        assert len(found) == 1, f"{notebook}'s {owner} defines {method} {len(found)} times; expected once"
     return found[0]
 
 
@@ -52,6 +63,17 @@ def test_the_notebook_defines_what_labkit_keeps(notebook, name, kept):
     [labkit_tree] = definitions(textwrap.dedent(inspect.getsource(kept))).values()
     assert same_code(notebook_definition(name, notebook), labkit_tree), (
         f"{notebook}'s {name} differs from {kept.__module__}.{kept.__qualname__}: change both the same way")
+
+
+def test_a_method_is_compared_with_the_method(tmp_path, monkeypatch):
+    claim_first = inspect.getsource(staleness.StalenessSGD.apply).replace(
+        "        with tf.control_dependencies(updates):  # the claim: only after the update has landed\n", "        if True:\n")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "class VersionedSGD(staleness.StalenessSGD):\n" + claim_first)])
+    nbformat.write(notebook, tmp_path / "claims_early.ipynb")
+    monkeypatch.setattr(sys.modules[__name__], "NOTEBOOKS", tmp_path)
+    [labkit_tree] = definitions(textwrap.dedent(inspect.getsource(staleness.StalenessSGD.apply))).values()
+    assert not same_code(notebook_definition("VersionedSGD.apply", "claims_early.ipynb"), labkit_tree)
 
 
 def test_a_changed_copy_is_told_apart():

@@ -38,31 +38,33 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     return row
 
 
-def measure_single_process(point, data, repeats, min_steps, target_accuracy):
+def measure_single_process(point, data, repeats, min_steps, target_accuracy, meter=Meter):
     """Plain Keras model.fit in this process, not on the cluster: the baseline every ratio divides by."""
     work = workload(point.model, data, point.batch_size, point.steps_per_closure)
-    meter, steps = Meter({"coordinator": os.getpid()}), interval_steps(point, min_steps)
+    meter, steps = meter({"coordinator": os.getpid()}), interval_steps(point, min_steps)
     accuracies = run_fit(work, meter, steps, repeats, work.dataset_fn())
     return result_row(point, work, meter, steps, accuracies, target_accuracy)
 
 
-def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min_steps, target_accuracy):
-    """One point on a running cluster, with the custom loop or model.fit."""
+def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min_steps, target_accuracy,
+                       meter=Meter, custom_loop=run_custom):
+    """One point on a running cluster, with the custom loop or model.fit (``meter``, ``custom_loop``: see ``sweep``)."""
     import tensorflow as tf
 
     with strategy.scope():
         work = workload(point.model, data, point.batch_size, point.steps_per_closure)
     pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in cluster.tasks}}
-    meter, steps = Meter(pids, traffic.ps_pids(cluster)), interval_steps(point, min_steps)
+    meter, steps = meter(pids, traffic.ps_pids(cluster)), interval_steps(point, min_steps)
     if point.loop == "fit":
         dataset = tf.keras.utils.experimental.DatasetCreator(lambda context: work.dataset_fn())
         accuracies = run_fit(work, meter, steps, repeats, dataset)
     else:
-        accuracies = run_custom(work, meter, steps, repeats, point.steps_per_closure, strategy, coordinator)
+        accuracies = custom_loop(work, meter, steps, repeats, point.steps_per_closure, strategy, coordinator)
     return result_row(point, work, meter, steps, accuracies, target_accuracy)
 
 
-def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=64 * 1024):
+def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=64 * 1024,
+          meter=Meter, custom_loop=run_custom):
     """Measure every point; one cluster per (workers, ps) shape. Returns rows with ratios added.
 
     Each point: one warm-up interval (tracing, dataset creation, first pulls), then
@@ -72,6 +74,8 @@ def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_s
     divides by a baseline taken under the same load as the point.
     ``data``: a ``Data`` already loaded for these models (loaded here if not given).
     Variables of at least ``min_shard_bytes`` are sharded over the parameter servers.
+    ``meter`` (a class like ``Meter``) times each interval and ``custom_loop`` (like ``run_custom``)
+    runs the custom loop's intervals: notebook 08 passes its own definitions.
     """
     import tensorflow as tf
 
@@ -92,11 +96,11 @@ def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_s
             coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
             for point in beside[(workers, ps)] + group:
                 if point.loop == "single-process":
-                    row = measure_single_process(point, data, repeats, min_steps, target_accuracy)
+                    row = measure_single_process(point, data, repeats, min_steps, target_accuracy, meter)
                     measured = f"{point.model} single process, beside {workers}w {ps}ps"
                 else:
                     row = measure_on_cluster(point, cluster, strategy, coordinator, data,
-                                             repeats, min_steps, target_accuracy)
+                                             repeats, min_steps, target_accuracy, meter, custom_loop)
                     measured = f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}"
                 gc.collect()  # free this point's functions while their workers still run
                 rows.append({**row, "beside_workers": workers, "beside_ps": ps})
