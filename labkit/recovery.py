@@ -115,7 +115,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             checkpoint.restore(manager.latest_checkpoint)                      # restore
         step = int(job.optimizer.iterations.numpy())
         report.timeline.add(step, loglines.resumed_line(step) if step else "started")
-        refused = wait_until_workers_reach_parameter_servers(job)              # a restarted PS can refuse for ~1 s
+        refused = wait_until_workers_reach_parameter_servers(job)              # a restarted PS can refuse for a moment
         if failure:
             report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
             failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,

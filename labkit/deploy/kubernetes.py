@@ -37,7 +37,7 @@ CHECKPOINT_DIR = "/checkpoints"
 DATA_DIR = "/data"
 # Every worker mounts the data volume: the chief writes the shards once, each worker reads its own.
 DEFAULT_CHIEF_COMMAND = f"python -m labkit.deploy.coordinator --checkpoint-dir {CHECKPOINT_DIR} --data-dir {DATA_DIR}"
-TASK_MEMORY = "1Gi"  # an idle task process uses ~730 MB here
+TASK_MEMORY = "1Gi"  # room for one task process (docs/measurements.md lists the tasks' measured peaks)
 # Claim -> where it is mounted, and per job the claims it mounts (True: read-only).
 MOUNT_PATHS = {"checkpoints": CHECKPOINT_DIR, "data": DATA_DIR}
 MOUNTS = {"chief": {"checkpoints": False, "data": False}, "ps": {"checkpoints": False},

@@ -1,11 +1,11 @@
 """What each notebook declares about itself, in its metadata under "labkit": one place to read it.
 
 - ``smoke``: the small parameters its test run uses (``parameters``) and why they are enough (``why``);
-- ``records``: the results it must record with ``labkit.tools.results`` (it may record more);
+- ``records``: the results its smoke run must record with ``labkit.tools.results`` (it may record
+  more; names may depend on the parameters, e.g. ``mean_tau_2w_1s``);
 - ``allowed_stderr``: the stderr lines it may print, each a regular expression with why it is allowed.
 
-The tests and ``labkit sweep`` read it (a run that did not record its ``records`` is "incomplete");
-adding a notebook lab means
+The tests read it; adding a notebook lab means
 writing this once in the new notebook (JupyterLab: Property Inspector > Advanced Tools > Notebook metadata).
 """
 import re
@@ -56,12 +56,6 @@ def write(path, smoke_parameters, records, allowed_stderr=(), smoke_why=""):
         "allowed_stderr": [{"pattern": pattern, "why": why} for pattern, why in allowed_stderr],
     }
     nbformat.write(notebook, path)
-
-
-def declared_records(path):
-    """The results the notebook at ``path`` declares it records; none if it has no manifest."""
-    metadata = nbformat.read(path, as_version=4).metadata.get(KEY)
-    return frozenset(metadata.get("records", [])) if isinstance(metadata, dict) else frozenset()
 
 
 def read_all(folder):

@@ -5,8 +5,7 @@
 runs every combination (here 4 points), each as its own executed notebook in
 ``<out>/<point>/``. Each run gets ``results_dir`` = its point's directory, where the
 notebook's ``labkit.tools.results.record(...)`` calls write ``results.json``. A point that fails is
-reported and the sweep goes on; one that ran but did not record every result its manifest
-(``labkit.tools.manifest``) declares is "incomplete". After every point ``<out>/results.csv`` is rewritten: one row
+reported and the sweep goes on. After every point ``<out>/results.csv`` is rewritten: one row
 per point with its parameters, status, wall time, peak memory (labkit.tools.memory) and recorded results.
 With no ``-p`` at all it runs the notebook once with its defaults (a timing run).
 """
@@ -21,7 +20,7 @@ import papermill
 import yaml
 from tqdm.auto import tqdm
 
-from labkit.tools import manifest, results
+from labkit.tools import results
 from labkit.tools.memory import PeakMemory
 
 RESULTS_PARAMETER = "results_dir"
@@ -86,11 +85,7 @@ def run_point(notebook, point, directory, kernel_name="pslab", records_results=T
         except Exception as error:  # a failed point is reported; the sweep goes on
             row.update(status="failed", error=describe(error))
     row.update(seconds=round(time.monotonic() - began, 1), **memory.peaks())
-    recorded = results.load(directory)
-    missing = sorted(manifest.declared_records(notebook) - set(recorded)) if records_results else []
-    if row["status"] == "ok" and missing:
-        row.update(status="incomplete", error=f"ran, but did not record {', '.join(missing)} (its manifest's records)")
-    return row | recorded
+    return row | results.load(directory)
 
 
 def describe(error):
