@@ -171,10 +171,7 @@ def notebooks_section(directory, title, log):
         if not row:
             lines.append(f"| `{notebook.stem}` | not measured yet | | | | | | |")
             continue
-        lines.append(f"| `{notebook.stem}` | {row['status']} | {minutes(float(row['seconds']))} | "
-                     f"{gigabytes(row['peak_pss_mb'])} | {gigabytes(row['peak_alone_mb'])} | "
-                     f"{gigabytes(row['peak_rss_mb'])} | {row['largest_tasks'].replace('=', ' ')} | "
-                     f"{load_of(log, notebook.stem)} |")
+        lines.append(f"| `{notebook.stem}` | {measured_cells(row, log, notebook.stem)} |")
         recorded = {key: value for key, value in row.items() if key not in SWEEP_COLUMNS and value != ""}
         if recorded:
             details += [f"### `{notebook.stem}`", "", "| result | value |", "|---|---|"]
@@ -191,9 +188,7 @@ def variants_section(log):
         if not row:
             lines.append(f"| {what} | not measured yet | | | | | | |")
             continue
-        lines.append(f"| {what} | {row['status']} | {minutes(float(row['seconds']))} | "
-                     f"{gigabytes(row['peak_pss_mb'])} | {gigabytes(row['peak_alone_mb'])} | "
-                     f"{gigabytes(row['peak_rss_mb'])} | {row['largest_tasks'].replace('=', ' ')} | {load_of(log, name)} |")
+        lines.append(f"| {what} | {measured_cells(row, log, name)} |")
     return lines + [""]
 
 
@@ -210,6 +205,13 @@ else needs: the processes' private memory plus the largest shared part of any on
 `labkit doctor --workshop` compares free memory with the larger of PSS and alone
 (`labkit/tools/notebook_peaks.json`, written with this page).
 """
+
+
+def measured_cells(row, log, name):
+    """A measured run's cells of a table row: status, run time, PSS, alone, RSS, largest tasks, when."""
+    return (f"{row['status']} | {minutes(float(row['seconds']))} | {gigabytes(row['peak_pss_mb'])} | "
+            f"{gigabytes(row['peak_alone_mb'])} | {gigabytes(row['peak_rss_mb'])} | "
+            f"{row['largest_tasks'].replace('=', ' ')} | {load_of(log, name)}")
 
 
 def result_row(directory, stem):
@@ -265,9 +267,10 @@ def write_first_lines():
         notebook = nbformat.read(path, as_version=4)
         line = first_line(float(row["seconds"]), gigabytes(row["peak_pss_mb"]), uses_mnist(notebook))
         cell = notebook.cells[0]
-        if not FIRST_LINE.search(cell.source):
+        stated = FIRST_LINE.search(cell.source)
+        if not stated:
             raise SystemExit(f"{path.name}'s first cell has no '*Runs in ...*' sentence to replace: add one")
-        if FIRST_LINE.search(cell.source).group(0) != line:
+        if stated.group(0) != line:
             cell.source = FIRST_LINE.sub(lambda _: line, cell.source, count=1)
             nbformat.write(notebook, path)
             changed.append(path.name)
