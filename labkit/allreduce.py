@@ -166,7 +166,7 @@ def measure(run_interval, plan, intervals, batches_counted, pids, cpu_pids, eval
 
 def _cpu_seconds(cpu_pids):
     """{role: user + system CPU seconds used so far by its processes}."""
-    return {role: sum(sum(psutil.Process(pid).cpu_times()[:2]) for pid in pids) for role, pids in cpu_pids.items()}
+    return {role: sum(processes.cpu_seconds(pid) for pid in pids) for role, pids in cpu_pids.items()}
 
 
 def evaluation(plan, model, data):

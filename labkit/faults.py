@@ -23,11 +23,11 @@ import weakref
 from dataclasses import dataclass
 
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
-import psutil
 
 from labkit import recovery
 from labkit.recovery import PS_FAILURES, mnist_job, wait_until_workers_reach_parameter_servers  # noqa: F401  (lab 07 and exercise 3 use them from here)
 from labkit.runtime import children, processes
+from labkit.runtime.processes import cpu_seconds
 
 
 @dataclass
@@ -171,15 +171,6 @@ def _wait_until_reconnected(pid, cpu_at_restart, timeout=30.0, min_cpu_seconds=0
                                     f"process {pid} to use {min_cpu_seconds} s of CPU", interval=0.05)
     except TimeoutError:
         return False
-
-
-def cpu_seconds(pid):
-    """CPU time a process has used so far (user + system), or 0.0 if it is gone."""
-    try:
-        times = psutil.Process(pid).cpu_times()
-        return times.user + times.system
-    except psutil.NoSuchProcess:
-        return 0.0
 
 
 def start_coordinator(cluster, *arguments):

@@ -151,6 +151,15 @@ def wait_until(condition, timeout, what, interval=POLL_SECONDS, error=TimeoutErr
         time.sleep(interval)
 
 
+def cpu_seconds(pid):
+    """CPU time a process has used so far (user + system), or 0.0 if it is gone."""
+    try:
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
+    except psutil.NoSuchProcess:
+        return 0.0
+
+
 class Watcher:
     """While its ``with`` block runs, a thread calls ``poll()`` every ``interval`` seconds, until ``poll``
     returns a true value. Subclasses say what to watch in ``poll``."""
