@@ -405,7 +405,7 @@ def dense_layers_call(model, weights, features):
     return outputs
 
 
-def make_train_steps(strategy, model, optimizer, pulls, steps_per_closure):
+def make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure):
     """Packed training steps; with ``pulls`` (CompressedPulls) the model runs on the worker's replica."""
     if pulls is None:
         return train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure)
@@ -466,7 +466,7 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
         optimizer = push_class(model.trainable_variables, compressor, learning_rate, **sgd_options)
         pulls = pull_class(strategy, model.trainable_variables, pull) if pull else None
     batches = train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, seed, shards=num_workers))
-    train_steps = make_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
+    train_steps = make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
 
     def counted():
         return (int(optimizer.pushed_bytes.numpy()), int(pulls.pulled_bytes.numpy()) if pulls else 0,

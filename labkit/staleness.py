@@ -232,7 +232,7 @@ def pause(milliseconds):
     return one.reduce(tf.constant(0, tf.int64), lambda total, element: total + element)
 
 
-def make_train_steps(strategy, model, optimizer, steps_per_closure=1):
+def make_versioned_train_steps(strategy, model, optimizer, steps_per_closure=1):
     """Scheduled function: ``steps_per_closure`` steps, each reading the version first.
 
     The batch is fetched *after* the version read, so a slow input pipeline widens the
@@ -328,10 +328,10 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
 
     Worker ``slow_worker`` (an index) waits ``slow_ms`` for each batch, inside its
     read→update window: a slow input pipeline. ``optimizer_class`` (a StalenessSGD, or a
-    subclass) and ``train_steps`` (``make_train_steps``, or a function like it) let a notebook
+    subclass) and ``train_steps`` (``make_versioned_train_steps``, or a function like it) let a notebook
     run with its own definitions of the PS update and of the worker's step.
     """
-    optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_train_steps
+    optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_versioned_train_steps
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
                          f"and evaluate_every a multiple of steps_per_closure ({steps_per_closure})")

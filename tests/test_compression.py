@@ -226,7 +226,7 @@ def test_compressed_pulls_keep_each_worker_replica_equal_to_what_the_ps_sent_it(
             optimizer = compression.CompressedSGD(model.trainable_variables, compression.TopK(0.01), 0.1,
                                                   error_feedback=True)
             pulls = compression.CompressedPulls(strategy, model.trainable_variables, pull)
-        train_steps = compression.make_train_steps(strategy, model, optimizer, pulls, steps_per_closure=5)
+        train_steps = compression.make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure=5)
         batches = compression.train.per_worker_iterator(
             coordinator, compression.train.mnist_dataset_fn(data, 64, seed=0, shards=2))
         for _ in range(8):
