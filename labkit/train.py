@@ -74,7 +74,13 @@ class History:
         """``column`` (a list of this run's, e.g. "step" or "seconds", or an evaluation name) at the first
         row whose accuracy is at least ``accuracy``; None if no row reached it."""
         values = self.evaluation[column] if column in self.evaluation else getattr(self, column)
-        return next((value for value, reached in zip(values, self.accuracy) if reached >= accuracy), None)
+        row = first_reaching(self.accuracy, accuracy)
+        return None if row is None else values[row]
+
+
+def first_reaching(values, target):
+    """Index of the first value >= ``target``, or None (a missing value, None, never reaches it)."""
+    return next((i for i, value in enumerate(values) if value is not None and value >= target), None)
 
 
 def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, metrics=()):

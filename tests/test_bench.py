@@ -28,11 +28,6 @@ def test_spread_gives_median_quartiles_and_extremes():
     assert bench.spread([7.0, 7.0])["median"] == 7.0
 
 
-def test_first_reaching_finds_the_first_value_at_or_above_the_target():
-    assert bench.first_reaching([0.5, 0.84, 0.85, 0.9], 0.85) == 2
-    assert bench.first_reaching([0.5, 0.6], 0.85) is None
-
-
 def test_intervals_hold_whole_closures_for_every_worker():
     point = bench.Point("mlp", "custom", workers=3, ps=1, steps_per_closure=10, batch_size=64)
     assert bench.interval_steps(point, 100) == 120

@@ -126,6 +126,12 @@ def test_a_history_answers_the_same_questions_for_every_lab():
     assert np.isnan(history.loss).all(), "a value the run did not measure is NaN"
 
 
+def test_first_reaching_finds_the_first_value_at_or_above_the_target():
+    assert train.first_reaching([0.5, 0.84, 0.85, 0.9], 0.85) == 2
+    assert train.first_reaching([None, 0.9], 0.85) == 1, "an interval without an evaluation reaches nothing"
+    assert train.first_reaching([0.5, 0.6], 0.85) is None
+
+
 def test_run_refuses_step_counts_that_do_not_pack(coordinator):
     with pytest.raises(ValueError, match="must be multiples of steps_per_closure"):
         train.run(coordinator, None, None, num_steps=105, steps_per_closure=10)

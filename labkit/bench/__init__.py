@@ -28,12 +28,12 @@ from labkit.bench.plan import DEFAULTS, Point, base_point, check, interval_steps
 from labkit.bench.plots import plot, plot_predictions
 from labkit.bench.report import NOTEBOOK, report, run_and_save
 from labkit.bench.startup import startup
-from labkit.bench.stats import first_reaching, spread
+from labkit.bench.stats import spread
 from labkit.bench.sweep import add_ratios, measure_on_cluster, measure_single_process, result_row, sweep
 from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, model_bytes, workload
 
 __all__ = ["costmodel", "format_table", "load", "machine", "save", "Meter", "run_custom", "run_fit", "DEFAULTS", "Point",
            "base_point", "check", "interval_steps", "plan", "plot", "plot_predictions", "NOTEBOOK", "report", "run_and_save",
-           "startup", "first_reaching", "spread", "add_ratios", "measure_on_cluster", "measure_single_process",
+           "startup", "spread", "add_ratios", "measure_on_cluster", "measure_single_process",
            "result_row", "sweep", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload",
            "model_bytes", "workload"]

@@ -1,4 +1,4 @@
-"""Statistics of repeated measurements: the median with its spread, and when a target is first reached."""
+"""Statistics of repeated measurements: the median with its spread."""
 import numpy as np
 
 
@@ -7,8 +7,3 @@ def spread(values):
     q1, median, q3 = np.percentile(values, [25, 50, 75])
     return {"median": float(median), "q1": float(q1), "q3": float(q3),
             "min": float(min(values)), "max": float(max(values))}
-
-
-def first_reaching(values, target):
-    """Index of the first value >= target, or None."""
-    return next((i for i, value in enumerate(values) if value >= target), None)

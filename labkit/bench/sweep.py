@@ -7,17 +7,18 @@ from dataclasses import asdict
 from labkit import traffic
 from labkit.bench.metering import Meter, run_custom, run_fit
 from labkit.bench.plan import interval_steps
-from labkit.bench.stats import first_reaching, spread
+from labkit.bench.stats import spread
 from labkit.bench.workloads import Data, model_bytes, workload
 from labkit.cluster import LocalCluster
 from labkit.progress import ProgressLines
+from labkit.train import first_reaching
 
 
 def result_row(point, work, meter, steps, accuracies, target_accuracy):
     """One flat row of results (for the CSV) from a finished measurement."""
     steps_per_s = spread([steps / s for s in meter.seconds])
     wall = sum(meter.seconds)
-    reached = first_reaching([a if a is not None else -1 for a in accuracies], target_accuracy)
+    reached = first_reaching(accuracies, target_accuracy)
     steps_to_target = (reached + 1) * steps if reached is not None else None
     M = model_bytes(work.model)
     row = {**asdict(point), "model_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
