@@ -482,7 +482,7 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
     seconds = time.perf_counter() - began
     pushed_after, pulled_after, sockets_after = counted()
     timed_steps = num_steps - steps_per_closure
-    model_bytes = sum(4 * v.shape.num_elements() for v in model.trainable_variables)
+    model_bytes = models.model_bytes(model)
     error_feedback = sgd_options.get("error_feedback", False)
     default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"
     result = Result(name=name or default_name, seed=seed, error_feedback=error_feedback,

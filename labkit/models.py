@@ -74,6 +74,11 @@ def mini_transformer_lm(vocab_size, sequence_length, d_model=64, num_heads=4, nu
     return tf.keras.Model(tokens, logits, name="mini_transformer_lm")
 
 
+def model_bytes(model):
+    """M: bytes of the trainable parameters (float32), what a worker pulls (and pushes as gradients) per step."""
+    return sum(4 * v.shape.num_elements() for v in model.trainable_variables)
+
+
 def mean_cross_entropy(labels, logits):
     """Mean cross-entropy of integer labels against logits, over every position of the batch.
 

@@ -14,7 +14,7 @@ One module per concern:
 - ``plan``: the points of a sweep, its settings and their checks
 - ``workloads``: the models and their real data
 - ``metering``: timed intervals (wall time, CPU per task, PS bytes), the warm-up and timed loops
-- ``sweep``: every point on its cluster beside its baseline, as result rows with ratios
+- ``measure``: every point on its cluster beside its baseline, as result rows with ratios
 - ``files``, ``plots``: results as CSV/JSON, a text table, the figure
 - ``report``: a whole sweep saved, or run through notebook 08
 - ``costmodel``: steps/s predicted from costs measured on one worker, and the slowest resource
@@ -29,11 +29,10 @@ from labkit.bench.plots import plot, plot_predictions
 from labkit.bench.report import NOTEBOOK, report, run_and_save
 from labkit.bench.startup import startup
 from labkit.bench.stats import spread
-from labkit.bench.sweep import add_ratios, measure_on_cluster, measure_single_process, result_row, sweep
-from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, model_bytes, workload
+from labkit.bench.measure import add_ratios, measure_on_cluster, measure_points, measure_single_process, result_row
+from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, workload
 
 __all__ = ["costmodel", "format_table", "load", "machine", "save", "Meter", "run_custom", "run_fit", "DEFAULTS", "Point",
            "base_point", "check", "interval_steps", "plan", "plot", "plot_predictions", "NOTEBOOK", "report", "run_and_save",
            "startup", "spread", "add_ratios", "measure_on_cluster", "measure_single_process",
-           "result_row", "sweep", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload",
-           "model_bytes", "workload"]
+           "result_row", "measure_points", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload", "workload"]

@@ -1,7 +1,7 @@
 """``labkit bench link``: one sweep point over rate-limited links, measured and predicted by the cost model.
 
 In the same run: the cost model's inputs are measured on loopback (one worker, two numbers of steps per closure,
-``labkit.bench.sweep``), then the point runs on network namespaces (``labkit.deploy.netns``, needs root):
+``labkit.bench.measure``), then the point runs on network namespaces (``labkit.deploy.netns``, needs root):
 a chief, one PS and the workers on hosts of their own, every cable limited to ``rate_mbit`` in
 each direction by tc's token bucket filter (``tbf``) at both its ends. Only the rate is emulated:
 ``netem`` (added delay, loss) does not exist on every kernel (on the kit's machine: "Specified
@@ -18,7 +18,7 @@ from labkit.runtime import processes
 from labkit.bench.files import machine
 from labkit.bench.costmodel import measure_costs, predict, relative_error
 from labkit.bench.plan import Point
-from labkit.bench.sweep import sweep
+from labkit.bench.measure import measure_points
 
 CHIEF, PS = "10.231.1.1", "10.231.1.2"
 PORT = 2222
@@ -92,7 +92,7 @@ def link(rate_mbit=100, workers=2, steps_per_closure=10, batch_size=64, repeats=
     os.environ["LABKIT_OFFLINE"] = "1"  # the namespaces have no internet: the same offline MNIST everywhere
     points = [Point(MODEL, "custom", 1, 1, k, batch_size) for k in sorted({1, steps_per_closure})]
     points.append(Point(MODEL, "custom", workers, 1, steps_per_closure, batch_size))  # the same point on loopback
-    rows = sweep(points, repeats, min_steps, target_accuracy=1.0)
+    rows = measure_points(points, repeats, min_steps, target_accuracy=1.0)
     costs = measure_costs(rows, MODEL, batch_size)
     loopback = next(r for r in rows if r["workers"] == workers and r["steps_per_closure"] == steps_per_closure)
     steps_per_s, bytes_per_step = measure_on_namespaces(rate_mbit, workers, steps_per_closure, batch_size, repeats, min_steps)

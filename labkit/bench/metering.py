@@ -5,9 +5,8 @@ and then the timed ones, with ``model.fit`` or with labkit.train's packed closur
 """
 import time
 
-import psutil
-
 from labkit import traffic
+from labkit.runtime.processes import cpu_seconds
 
 
 class Meter:
@@ -20,7 +19,7 @@ class Meter:
         self.bytes = traffic.Traffic(0, 0) if self.ps_pids else None
 
     def _counters(self):
-        cpu = {name: sum(psutil.Process(pid).cpu_times()[:2]) for name, pid in self.pids.items()}
+        cpu = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
         return cpu, traffic.process_traffic(self.ps_pids) if self.ps_pids else None
 
     def begin(self):

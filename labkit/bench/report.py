@@ -4,7 +4,7 @@ from pathlib import Path
 from labkit.bench.files import format_table, save
 from labkit.bench.plan import DEFAULTS, base_point, check
 from labkit.bench.plots import plot
-from labkit.bench.sweep import sweep
+from labkit.bench.measure import measure_points
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "08_performance_analysis.ipynb"
 
@@ -13,7 +13,7 @@ def run_and_save(out_dir, **settings):
     """Plan, sweep, save CSV + JSON + sweep.png in ``out_dir``; return the rows. Settings: see DEFAULTS."""
     points = check(settings)
     settings = {**DEFAULTS, **settings}
-    rows = sweep(points, settings["repeats"], settings["min_steps"], settings["target_accuracy"])
+    rows = measure_points(points, settings["repeats"], settings["min_steps"], settings["target_accuracy"])
     csv_path, json_path = save(rows, out_dir, settings)
     plot(rows, Path(out_dir) / "sweep.png", base_point(settings["workers"], settings["ps"], settings["batch_sizes"]))
     print(format_table(rows))

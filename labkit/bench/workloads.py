@@ -51,7 +51,3 @@ def workload(name, data, batch_size, steps_per_closure, seed=0):
     return Workload(model, lambda: next_token_windows(corpus.train_ids, sequence_length, batch_size, seed),
                     lambda: None)
 
-
-def model_bytes(model):
-    """M: bytes of the trainable parameters, what a worker pulls (and pushes as gradients) per step."""
-    return sum(4 * v.shape.num_elements() for v in model.trainable_variables)

@@ -5,10 +5,11 @@ import os
 from dataclasses import asdict
 
 from labkit import traffic
+from labkit.models import model_bytes
 from labkit.bench.metering import Meter, run_custom, run_fit
 from labkit.bench.plan import interval_steps
 from labkit.bench.stats import spread
-from labkit.bench.workloads import Data, model_bytes, workload
+from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
 from labkit.progress import ProgressLines
 from labkit.train import first_reaching
@@ -49,7 +50,7 @@ def measure_single_process(point, data, repeats, min_steps, target_accuracy, met
 
 def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min_steps, target_accuracy,
                        meter=Meter, custom_loop=run_custom):
-    """One point on a running cluster, with the custom loop or model.fit (``meter``, ``custom_loop``: see ``sweep``)."""
+    """One point on a running cluster, with the custom loop or model.fit (``meter``, ``custom_loop``: see ``measure_points``)."""
     import tensorflow as tf
 
     with strategy.scope():
@@ -64,7 +65,7 @@ def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min
     return result_row(point, work, meter, steps, accuracies, target_accuracy)
 
 
-def sweep(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=64 * 1024,
+def measure_points(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=64 * 1024,
           meter=Meter, custom_loop=run_custom):
     """Measure every point; one cluster per (workers, ps) shape. Returns rows with ratios added.
 
