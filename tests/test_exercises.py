@@ -34,12 +34,14 @@ SMOKE_PARAMETERS = {
 @dataclass(frozen=True)
 class WrongAnswer:
     """``answer`` put into the solution region of the cell containing ``cell``; the next cell
-    containing ``check`` must then fail with an AssertionError (or CheckFailed) whose message contains ``hint``."""
+    containing ``check`` must then fail with an AssertionError (or CheckFailed) whose message contains ``hint``.
+    The cells between run too, unless ``skip_between`` (where the check calls the answer itself)."""
 
     cell: str
     answer: str
     check: str
     hint: str
+    skip_between: bool = False
 
 
 # ex3's recovery with the numbers typed in and nothing restored (the check reads the restored job itself)
@@ -125,7 +127,7 @@ spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
             coordinator.join()
             seconds.append(time.perf_counter() - began)
         return seconds
-""", "checks.timed_the_cluster(", "has no warm-up"),
+""", "checks.timed_the_cluster(", "has no warm-up", skip_between=True),
         WrongAnswer("beyond_spread = {}", """
 counts = sorted(seconds_by_workers)
 beyond_spread = {}
@@ -200,7 +202,7 @@ def run(notebook, cwd, wrong_answers=()):
 
 def run_wrong_answer(client, cells, index, wrong):
     check = next(i for i in range(index + 1, len(cells)) if wrong.check in cells[i].source)
-    for i in range(index, check + 1):
+    for i in [index, check] if wrong.skip_between else range(index, check + 1):
         cell = copy.deepcopy(cells[i])
         if i == index:
             cell.source = with_answer(cell.source, wrong.answer)

@@ -11,11 +11,12 @@ import pytest
 
 from labkit.tools import cli, grade
 from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
-from test_exercises import EXERCISES, HARD_CODED_RECOVERY, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
+from test_exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
 
 pytestmark = pytest.mark.notebook
 
-EX3, EX5 = "ex3_fault_tolerance.ipynb", "ex5_staleness_checks.ipynb"
+EX2, EX5 = "ex2_gradient_compression.ipynb", "ex5_staleness_checks.ipynb"
+EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
 
 
@@ -131,8 +132,8 @@ def test_grading_a_class(tmp_path):
     """One `labkit grade --jobs 2` over solutions, typical wrong answers, a blank exercise and broken ones."""
     submissions = tmp_path / "submissions"
     before = submit(submissions, {
-        "ada/": nbformat.read(SOLUTIONS / EX3, as_version=4),
-        "ben": variant(SOLUTIONS, EX3, [("faults.KillAtStep(", lambda source: with_answer(source, HARD_CODED_RECOVERY))]),
+        "ada/": nbformat.read(SOLUTIONS / EX2, as_version=4),
+        "ben": wrong(EX2, "checks.compressor_shrinks("),
         "cy": nbformat.read(SOLUTIONS / EX5, as_version=4),
         "dee": wrong(EX5, "checks.used_own_filter("),
         "eve": nbformat.read(EXERCISES / EX5, as_version=4),
@@ -151,12 +152,10 @@ def test_grading_a_class(tmp_path):
     rows = read_grades(out)
     assert {learner: row["status"] for learner, row in rows.items()} == {**dict.fromkeys(rows, "ok"), "gus": "refused"}
     assert len(rows) == 7 and "at most 4 are allowed" in rows["gus"]["detail"]
-    assert checks_of(rows["ada"], "ex3") == dict.fromkeys(["checkpoints saved", "resumed from the checkpoint",
-                                                           "trained to the end"], "passed")
-    assert rows["ada"]["score"] == rows["ada"]["max_score"] == "3"
-    assert checks_of(rows["ben"], "ex3")["resumed from the checkpoint"] == "failed"
-    assert checks_of(rows["ben"], "ex3")["checkpoints saved"] == "passed"
-    assert "the new job starts at step 0" in (out / "ben" / "feedback.md").read_text()
+    assert checks_of(rows["ada"], "ex2") == dict.fromkeys(EX2_CHECKS, "passed")
+    assert rows["ada"]["score"] == rows["ada"]["max_score"] == "2"
+    assert checks_of(rows["ben"], "ex2")["compressor shrinks the payload"] == "failed"
+    assert "zeros still take 4 bytes each" in (out / "ben" / "feedback.md").read_text()
     assert checks_of(rows["cy"], "ex5") == dict.fromkeys(EX5_CHECKS, "passed")
     assert checks_of(rows["dee"], "ex5") == {**dict.fromkeys(EX5_CHECKS, "passed"), "stale updates dropped": "failed"}
     assert rows["dee"]["score"] == "3"
@@ -177,8 +176,8 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
             "time.sleep(10 ** 6)")
     submit(submissions, {"hangs": variant(EXERCISES, EX5, [("cluster = labkit.LocalCluster(", hang)])})
     out = tmp_path / "graded"
-    cli.main(["grade", str(submissions), "--out", str(out), "--timeout", "60"])
+    cli.main(["grade", str(submissions), "--out", str(out), "--timeout", "30"])
     row = read_grades(out)["hangs"]
     print(row["detail"])
-    assert row["status"] == "timeout" and "still running after 60 s" in row["detail"]
+    assert row["status"] == "timeout" and "still running after 30 s" in row["detail"]
     assert processes_of(out) == []
