@@ -34,6 +34,14 @@ def test_help_lists_the_commands_in_the_order_a_learner_meets_them():
     assert [command for command in listed if command in learner_order] == learner_order
 
 
+def test_the_command_imports_tensorflow_only_for_a_command_that_uses_it():
+    """`labkit status`, `stop` and `--help` answer in a second, not after TensorFlow's seconds-long import."""
+    imported = subprocess.run([sys.executable, "-c", "import sys; from labkit.tools import cli; cli.build_parser(); "
+                               "print(sorted(name for name in ('tensorflow', 'tf_keras') if name in sys.modules))"],
+                              capture_output=True, text=True, timeout=120)
+    assert imported.stdout.strip() == "[]", imported.stdout + imported.stderr
+
+
 def subparsers(parser, prefix="labkit"):
     """(name, parser) of every command and subcommand, depth first."""
     for action in parser._actions:

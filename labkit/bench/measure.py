@@ -5,18 +5,19 @@ import os
 from dataclasses import asdict
 
 from labkit import traffic
-from labkit.models import model_bytes
 from labkit.bench.metering import Meter, run_custom, run_fit
 from labkit.bench.plan import interval_steps
 from labkit.bench.stats import spread
 from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
 from labkit.progress import ProgressLines
-from labkit.train import first_reaching
 
 
 def result_row(point, work, meter, steps, accuracies, target_accuracy):
     """One flat row of results (for the CSV) from a finished measurement."""
+    from labkit.models import model_bytes  # TensorFlow: imported here, so that `labkit --help` starts fast
+    from labkit.train import first_reaching
+
     steps_per_s = spread([steps / s for s in meter.seconds])
     wall = sum(meter.seconds)
     reached = first_reaching(accuracies, target_accuracy)
