@@ -449,23 +449,35 @@ class Result(train.History):
         return self.model_bytes / self.push_payload
 
 
+def training_batches(coordinator, data, batch_size=64, seed=0):
+    """Each worker's iterator over its own shard of the MNIST training batches, shuffled by ``seed``.
+
+    Building one costs seconds (each worker reads the training set and fills its shuffle buffer);
+    several runs can continue the same one (``train_mnist(batches=...)``), each taking the next batches.
+    """
+    num_workers = coordinator.strategy.extended._num_workers
+    return train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, seed, shards=num_workers))
+
+
 def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_steps=600, steps_per_closure=10,
                 batch_size=64, learning_rate=0.1, hidden_units=128, ps_pids=(), seed=0, name=None,
-                push_class=CompressedSGD, pull_class=CompressedPulls, **sgd_options):
+                push_class=CompressedSGD, pull_class=CompressedPulls, batches=None, **sgd_options):
     """Train the MNIST MLP with compressed pushes (and pulls, if ``pull`` is a compressor); measure it.
 
     ``sgd_options`` go to ``push_class`` (error_feedback, momentum, ...); ``push_class`` and
-    ``pull_class`` may be your own versions of ``CompressedSGD`` and ``CompressedPulls``. The first
+    ``pull_class`` may be your own versions of ``CompressedSGD`` and ``CompressedPulls``. ``batches``:
+    a ``training_batches`` iterator to continue (default: a new one shuffled by ``seed``, which
+    costs seconds). ``seed`` sets the model's initial weights and the run's random draws. The first
     closure (tracing, first reads) is not counted in bytes or speed.
     """
     compressor = compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
-    num_workers = strategy.extended._num_workers
     with strategy.scope():
         model = models.mnist_mlp(hidden_units)
         optimizer = push_class(model.trainable_variables, compressor, learning_rate, **sgd_options)
         pulls = pull_class(strategy, model.trainable_variables, pull) if pull else None
-    batches = train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, seed, shards=num_workers))
+    if batches is None:
+        batches = training_batches(coordinator, data, batch_size, seed)
     train_steps = make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
 
     def counted():

@@ -262,6 +262,13 @@ def worker_batches(data, batch_size, seed, slow_worker=None, slow_ms=0):
     return dataset_fn
 
 
+def training_batches(coordinator, data, batch_size=64, seed=0, slow_worker=None, slow_ms=0):
+    """Each worker's iterator over ``worker_batches``. Building one costs seconds (each worker reads
+    the training set and fills its shuffle buffer); several runs can continue the same one
+    (``train_mnist(batches=...)``), each taking the next batches."""
+    return train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, slow_worker, slow_ms))
+
+
 @dataclass(kw_only=True)
 class Run(train.History):
     """One training run (a History: accuracy and applied updates at each evaluation) with the rule,
@@ -320,7 +327,7 @@ def delay_name(delay, random_delay=False):
 def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0,
                 num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64, slow_worker=None,
                 slow_ms=0, seed=0, random_delay=False, ssp_bound=None, max_wait_ms=2000,
-                optimizer_class=None, train_steps=None, curve_test_images=None):
+                optimizer_class=None, train_steps=None, curve_test_images=None, batches=None):
     """Train the MNIST MLP with StalenessSGD on the cluster; evaluate every ``evaluate_every`` steps.
 
     The last evaluation uses the whole test set; with ``curve_test_images=N`` the earlier ones
@@ -329,18 +336,23 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
     Worker ``slow_worker`` (an index) waits ``slow_ms`` for each batch, inside its
     read→update window: a slow input pipeline. ``optimizer_class`` (a StalenessSGD, or a
     subclass) and ``train_steps`` (``make_versioned_train_steps``, or a function like it) let a notebook
-    run with its own definitions of the PS update and of the worker's step.
+    run with its own definitions of the PS update and of the worker's step. ``batches``: a
+    ``training_batches`` iterator to continue (its own ``slow_worker`` and ``slow_ms`` then apply);
+    default: a new one shuffled by ``seed``, which costs seconds.
     """
     optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_versioned_train_steps
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
                          f"and evaluate_every a multiple of steps_per_closure ({steps_per_closure})")
+    if batches is not None and slow_worker is not None:
+        raise ValueError("batches were built already: pass slow_worker and slow_ms to training_batches instead.")
     tf.keras.utils.set_random_seed(seed)
     with strategy.scope():
         model = models.mnist_mlp()
         optimizer = optimizer_class(model.trainable_variables, rule, learning_rate, delay, num_workers,
                                  random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seed)
-    batches = train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, slow_worker, slow_ms))
+    if batches is None:
+        batches = training_batches(coordinator, data, batch_size, seed, slow_worker, slow_ms)
 
     evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
 
