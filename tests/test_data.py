@@ -253,3 +253,22 @@ def test_the_notebook_02_checks_reject_wrong_results():
         checks.only_keras3_failed(trained, trained)
     with pytest.raises(AssertionError, match="did not end with an error under Keras 3"):
         checks.only_keras3_failed(trained, ProgramResult(None, 120.0, "", True))
+
+
+def test_generate_runs_the_model_as_one_traced_graph_and_samples_what_it_predicts():
+    import tensorflow as tf
+
+    from labkit import models
+    from labkit.data import load_text_corpus
+
+    corpus = load_text_corpus()
+    wanted = corpus.encode("e")[0]
+    python_calls = []
+
+    def model(window):  # every position predicts "e", almost surely
+        python_calls.append(window.shape)
+        return tf.one_hot(tf.zeros_like(window) + wanted, len(corpus.vocabulary)) * 100.0
+
+    text = models.generate(model, corpus, "The ", 40, sequence_length=16)
+    assert text == "The " + "e" * 40
+    assert len(python_calls) == 1, f"the model ran as Python {len(python_calls)} times for 40 characters: not traced once"
