@@ -459,6 +459,9 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
     ``seed``, which costs seconds). ``seed`` sets the model's initial weights and the run's random draws.
     The first closure (tracing, first reads) is a warm-up: not counted in steps, bytes or speed.
     """
+    if num_steps % steps_per_closure or num_steps < 2 * steps_per_closure:
+        raise ValueError(f"num_steps ({num_steps}) must be a multiple of steps_per_closure ({steps_per_closure}), "
+                         "of two closures at least: the first is a warm-up, not measured.")
     compressor = compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
     with strategy.scope():

@@ -11,6 +11,9 @@ What ``model.fit`` does on a PS cluster, in plain sight:
 
 Progress comes from completed closures on the coordinator: PS training has no
 batch-level callbacks. It is printed as text lines (``labkit.progress``).
+
+Every lab times its training here: a warm-up first (not timed), then intervals, each timed and
+metered by a ``labkit.meter.Meter``, with a row of the ``History`` after each.
 """
 import math
 import time
