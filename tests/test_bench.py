@@ -50,7 +50,7 @@ def test_one_cli_runs_both_benchmarks():
 
 
 def test_plan_varies_each_axis_around_the_base_point():
-    points = bench.plan(workers=[1, 2, 4], ps=[1, 2], steps_per_closure=[1, 10], models=["mlp", "lm"],
+    points = bench.points(workers=[1, 2, 4], ps=[1, 2], steps_per_closure=[1, 10], models=["mlp", "lm"],
                         batch_sizes=[64, 256], cores=2)
     assert len(points) == len(set(points))
     custom = [p for p in points if p.loop == "custom"]

@@ -6,7 +6,7 @@ import os
 from dataclasses import asdict
 
 from labkit import traffic
-from labkit.bench.plan import interval_steps
+from labkit.bench.points import interval_steps
 from labkit.bench.stats import spread
 from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
