@@ -108,8 +108,8 @@ class Plan:
 
 
 @dataclass(kw_only=True)
-class Phase(train.History):
-    """One measured stretch of training: a History whose ``step`` counts the batches trained by all
+class Phase(train.TrainingLog):
+    """One measured stretch of training: a TrainingLog whose ``step`` counts the batches trained by all
     workers and whose ``seconds`` are training time (evaluation excluded), cumulative per interval;
     the bytes are those of ``batches`` worker steps."""
 

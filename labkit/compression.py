@@ -422,8 +422,8 @@ def make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closur
 
 
 @dataclass(kw_only=True)
-class Result(train.History):
-    """One MNIST training run (a History with one row: the timed steps, their seconds and speed, and
+class Result(train.TrainingLog):
+    """One MNIST training run (a TrainingLog with one row: the timed steps, their seconds and speed, and
     the test accuracy at the end) and its bytes per timed step: payloads counted, socket bytes measured."""
 
     name: str

@@ -26,7 +26,7 @@ class EpochProgress(tf.keras.callbacks.Callback):
 
 
 def fit(model, x, y, epochs, steps_per_epoch, batch_size=64, seed=0):
-    """Train ``model`` (built under the strategy's scope) on arrays ``x, y``; return the History.
+    """Train ``model`` (built under the strategy's scope) on arrays ``x, y``; return what model.fit returns (a Keras History).
 
     ``batch_size`` is per worker and step. Each worker shuffles with its own seed
     (``labkit.data.shuffled_batches``): the input context that ``DatasetCreator``

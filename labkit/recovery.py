@@ -81,8 +81,8 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
 
 
 @dataclass(kw_only=True)
-class RecoveryReport(train.History):
-    """The outcome of ``train_with_recovery``: a History with a row after each checkpoint (wall
+class RecoveryReport(train.TrainingLog):
+    """The outcome of ``train_with_recovery``: a TrainingLog with a row after each checkpoint (wall
     seconds since the start, the step, the evaluation), the timeline and the recoveries."""
 
     timeline: Timeline

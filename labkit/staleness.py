@@ -253,8 +253,8 @@ def make_versioned_train_steps(strategy, model, optimizer, steps_per_closure=1):
 
 
 @dataclass(kw_only=True)
-class Run(train.History):
-    """One training run (a History: accuracy and applied updates at each evaluation) with the rule,
+class Run(train.TrainingLog):
+    """One training run (a TrainingLog: accuracy and applied updates at each evaluation) with the rule,
     the injected delay and the staleness measured."""
 
     rule: str

@@ -13,7 +13,7 @@ Progress comes from completed closures on the coordinator: PS training has no
 batch-level callbacks. It is printed as text lines (``labkit.progress``).
 
 Every lab times its training here: a warm-up first (not timed), then intervals, each timed and
-metered by a ``labkit.meter.Meter``, with a row of the ``History`` after each.
+metered by a ``labkit.meter.Meter``, with a row of the ``TrainingLog`` after each.
 """
 import math
 import time
@@ -29,11 +29,11 @@ from labkit.progress import ProgressLines
 
 
 @dataclass(kw_only=True)
-class History:
+class TrainingLog:
     """What a training run returns: one row per interval, with the step reached, the run's clock,
     mean training loss, steps/s, metrics and evaluation results.
 
-    Every lab's training function returns a History, or a subclass that adds the lab's own
+    Every lab's training function returns a TrainingLog, or a subclass that adds the lab's own
     measurements (``compression.Result``, ``staleness.Run``, ``recovery.RecoveryReport``,
     ``allreduce.Phase``). A value a run does not measure is NaN.
     """
@@ -128,10 +128,10 @@ def pack_steps(strategy, one_step, steps_per_closure, fetch_first=False):
 
 def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(), log_every_steps=100,
         evaluate=None, description="training", on_progress=None, history=None, warmup_closures=0, meter=None):
-    """Schedule closures until ``num_steps`` steps ran in timed intervals; return a History (one row per interval).
+    """Schedule closures until ``num_steps`` steps ran in timed intervals; return a TrainingLog (one row per interval).
 
     ``warmup_closures`` closures run first (tracing, the workers' datasets and first pulls): not
-    timed, not metered, not counted in the History's steps. Each interval of ``log_every_steps``
+    timed, not metered, not counted in the TrainingLog's steps. Each interval of ``log_every_steps``
     steps is timed by ``meter`` (a ``labkit.meter.Meter``; default: wall time only); the rest is
     ``timed_intervals``'s.
     """
@@ -152,17 +152,17 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
 
 def timed_intervals(train_interval, num_steps, log_every_steps, metrics=(), evaluate=None, description="training",
                     on_progress=None, history=None, meter=None):
-    """Call ``train_interval(steps)`` until ``num_steps`` steps ran, ``log_every_steps`` at a time; a History.
+    """Call ``train_interval(steps)`` until ``num_steps`` steps ran, ``log_every_steps`` at a time; a TrainingLog.
 
     ``train_interval`` trains that many steps and returns their losses (numbers, tensors, or
     RemoteValues, fetched after the interval). ``meter`` (a ``labkit.meter.Meter``; default: wall
     time only) times and meters each call. After each: a row with the steps and training seconds
     so far, the mean loss, steps/s, ``metrics`` (Keras metrics, then reset) and ``evaluate()``
     (a dict of numbers, if given; not timed); a progress line (none if ``description`` is None);
-    ``on_progress(history)`` (e.g. a dashboard's ``show_training``). ``history``: a History (or a
+    ``on_progress(history)`` (e.g. a dashboard's ``show_training``). ``history``: a TrainingLog (or a
     lab's subclass of it) to record into.
     """
-    history = History() if history is None else history
+    history = TrainingLog() if history is None else history
     meter = Meter() if meter is None else meter
     progress = ProgressLines(num_steps, description) if description else None
     done, training_seconds = 0, 0.0

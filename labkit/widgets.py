@@ -63,7 +63,7 @@ class ClusterDashboard:
                 cells["log"].value = f'<code title="{line}" style="white-space:nowrap">{line}</code>'
 
     def show_training(self, history):
-        """Show the latest interval of a ``labkit.train.History`` (pass as ``on_progress``)."""
+        """Show the latest interval of a ``labkit.train.TrainingLog`` (pass as ``on_progress``)."""
         self.training.value = (f"<b>training</b>: step {history.step[-1]} &middot; "
                                f"loss {history.loss[-1]:.4f} (first {history.loss[0]:.4f}) &middot; "
                                f"{history.steps_per_second[-1]:.1f} steps/s")

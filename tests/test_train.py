@@ -117,7 +117,7 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
 
 
 def test_a_history_answers_the_same_questions_for_every_lab():
-    history = train.History()
+    history = train.TrainingLog()
     with pytest.raises(ValueError, match="recorded no accuracy"):
         history.final_accuracy
     assert (history.final_step, history.total_seconds) == (0, 0.0)

@@ -5,7 +5,7 @@ import time
 import pytest
 
 import labkit
-from labkit.train import History
+from labkit.train import TrainingLog
 from labkit.widgets import ALIVE, DEAD, ClusterDashboard
 from support import is_running
 
@@ -66,7 +66,7 @@ def test_a_kill_shows_dead_and_the_buttons_restart_and_kill(cluster, dashboard):
 
 
 def test_the_training_panel_shows_the_latest_interval(dashboard):
-    history = History()
+    history = TrainingLog()
     history.record(step=100, seconds=2.5, loss=2.3, steps_per_second=40.0, metrics={}, evaluation={})
     history.record(step=200, seconds=3.75, loss=0.5, steps_per_second=80.0, metrics={}, evaluation={})
     dashboard.show_training(history)
