@@ -56,7 +56,7 @@ class Plan:
     rows: int = 1_000_000             # embedding only
     dim: int = 16
     ids_per_example: int = 8
-    seed: int = 0
+    seed: int = 0                     # the initial weights and each worker's order of batches
 
     def __post_init__(self):
         if self.model not in MODELS:
@@ -85,8 +85,9 @@ class Plan:
         """(model, optimizer), under the caller's ``strategy.scope()``.
 
         The embedding trains with Adagrad: its sparse update touches only the rows of the batch
-        (legacy Adam would decay every row's moments at every step).
+        (legacy Adam would decay every row's moments at every step). The initial weights follow ``seed``.
         """
+        tf.keras.utils.set_random_seed(self.seed)
         if self.model == "mlp":
             return models.mnist_mlp(), tf.keras.optimizers.legacy.Adam(1e-3)
         return (models.item_embedding_classifier(self.rows, self.dim, self.ids_per_example),
