@@ -367,7 +367,7 @@ def add_export(commands):
                                 "--worker 10.0.0.2:2222 --worker 10.0.0.3:2222\n"
                                 "  labkit export --k8s --image registry.example.com/pslab:0.1 "
                                 "--cluster cluster.yaml --out k8s")
-    export_parser.add_argument("--cluster", metavar="FILE", help="YAML or JSON: job -> list of host:port")
+    export_parser.add_argument("--cluster", metavar="FILE", help="YAML or JSON: task type -> list of host:port")
     export_parser.add_argument("--chief", metavar="HOST:PORT", help="where the training program runs")
     export_parser.add_argument("--ps", metavar="HOST:PORT", action="append", default=[],
                                help="a parameter server (repeat for each)")
