@@ -42,7 +42,12 @@ PROGRESS_LINE = "samples done:"
 @dataclass
 class Plan:
     """What both strategies run. Steps are counted in batches of ``batch_size`` (one worker's step):
-    an interval is ``batches_per_interval`` batches summed over all workers."""
+    an interval is ``batches_per_interval`` batches summed over all workers.
+
+    With ``seeds`` > 1 (the MLP), the even phase runs once per seed (``seed``, ``seed + 1``, ...) on
+    the same model, optimizer, traced step and stream of batches: each seed restarts the weights
+    from its own initial values and the optimizer from zero, and trains on the stream's next batches.
+    """
 
     model: str = "mlp"                # "mlp": the MNIST MLP; "embedding": a large item-embedding table
     num_workers: int = 2
@@ -50,18 +55,19 @@ class Plan:
     steps_per_closure: int = 10       # steps packed in one tf.function (PS: a scheduled closure; all-reduce: a call)
     batches_per_interval: int = 100
     intervals: int = 6
+    seeds: int = 1                    # the even phase once per seed, from seed, seed + 1, ...
     slow_worker: int = None           # then train ``slow_intervals`` more with this worker slowed
     slow_ms: float = 0.0              # its pause before each batch
     slow_intervals: int = 0
     rows: int = 1_000_000             # embedding only
     dim: int = 16
     ids_per_example: int = 8
-    seed: int = 0
+    seed: int = 0                     # the (first seed's) initial weights and each worker's order of batches
 
     def __post_init__(self):
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; use one of {', '.join(MODELS)}.")
-        for name in ("num_workers", "batch_size", "steps_per_closure", "batches_per_interval", "intervals"):
+        for name in ("num_workers", "batch_size", "steps_per_closure", "batches_per_interval", "intervals", "seeds"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
@@ -70,27 +76,41 @@ class Plan:
             raise ValueError(f"batches_per_interval ({self.batches_per_interval}) must be a multiple of "
                              f"steps_per_closure x num_workers ({per_call}): under all-reduce every call runs "
                              f"{self.steps_per_closure} steps on each of the {self.num_workers} workers.")
+        if self.seeds > 1 and self.model != "mlp":
+            raise ValueError(f"seeds={self.seeds} needs the mlp model: the {self.model} trains one seed (seeds=1).")
         if self.slow_worker is not None and not 0 <= self.slow_worker < self.num_workers:
             raise ValueError(f"slow_worker {self.slow_worker} is not a worker index (0 to {self.num_workers - 1}); "
                              "use None for no slowed worker.")
 
     @property
     def phases(self):
-        """(name, intervals, slowed worker): the even phase, then the one with a slowed worker, if any."""
-        even = [("even", self.intervals, None)]
-        return even + ([("slowed", self.slow_intervals, self.slow_worker)]
+        """(name, intervals, slowed worker, seed to restart from): the even phase once per seed, named
+        "seed N", then the one with a slowed worker, if any (it continues the last seed's run)."""
+        even = [(f"seed {seed}", self.intervals, None, seed) for seed in range(self.seed, self.seed + self.seeds)]
+        return even + ([("slowed", self.slow_intervals, self.slow_worker, None)]
                        if self.slow_worker is not None and self.slow_intervals else [])
 
     def build(self):
         """(model, optimizer), under the caller's ``strategy.scope()``.
 
         The embedding trains with Adagrad: its sparse update touches only the rows of the batch
-        (legacy Adam would decay every row's moments at every step).
+        (legacy Adam would decay every row's moments at every step). The initial weights follow ``seed``.
         """
+        tf.keras.utils.set_random_seed(self.seed)
         if self.model == "mlp":
             return models.mnist_mlp(), tf.keras.optimizers.legacy.Adam(1e-3)
         return (models.item_embedding_classifier(self.rows, self.dim, self.ids_per_example),
                 tf.keras.optimizers.legacy.Adagrad(0.1))
+
+    def restart(self, model, optimizer, seed):
+        """Set the MLP ``model`` to the initial weights a new MLP gets with seed ``seed``, and its Adam
+        ``optimizer`` back to its start (step count and moments zero)."""
+        tf.keras.utils.set_random_seed(seed)
+        for layer, new_layer in zip(model.layers, models.mnist_mlp().layers):  # Dense layers
+            layer.kernel.assign(new_layer.kernel)  # under PS a kernel may be split over the servers
+            layer.bias.assign(new_layer.bias)
+        for variable in optimizer.variables():
+            variable.assign(tf.zeros_like(variable))
 
     def dataset_fn(self, data=None, slow_worker=None):
         """A ``dataset_fn`` for either strategy: each worker its own stream; ``slow_worker`` paused per batch."""
@@ -176,8 +196,12 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
         done += count
         samples.line(done)
 
-    for name, intervals, slow_worker in plan.phases:
-        iterator = train.per_worker_iterator(coordinator, plan.dataset_fn(data, slow_worker))
+    iterator = None
+    for name, intervals, slow_worker, seed in plan.phases:
+        if seed is not None and seed != plan.seed:
+            plan.restart(model, optimizer, seed)
+        if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
+            iterator = train.per_worker_iterator(coordinator, plan.dataset_fn(data, slow_worker))
         meter = Meter(roles, traffic.ps_pids(cluster))
         phase = train.run(coordinator, steps, iterator, intervals * plan.batches_per_interval, plan.steps_per_closure,
                           log_every_steps=plan.batches_per_interval, evaluate=evaluation(plan, model, data),
@@ -276,7 +300,7 @@ def _combine(reports):
 
 
 def _total_samples(plan):
-    return sum(intervals for _, intervals, _ in plan.phases) * plan.batches_per_interval * plan.batch_size
+    return sum(intervals for _, intervals, _, _ in plan.phases) * plan.batches_per_interval * plan.batch_size
 
 
 def _held_bytes(model, optimizer):
@@ -314,8 +338,12 @@ def _train_synchronously(strategy, plan, data, worker, progress):
     steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
     per_call = plan.steps_per_closure * plan.num_workers  # batches of one call, summed over the workers
     report = {"phases": {}}
-    for name, intervals, slow_worker in plan.phases:
-        iterator = iter(strategy.distribute_datasets_from_function(plan.dataset_fn(data, slow_worker)))
+    iterator = None
+    for name, intervals, slow_worker, seed in plan.phases:
+        if seed is not None and seed != plan.seed:
+            plan.restart(model, optimizer, seed)
+        if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
+            iterator = iter(strategy.distribute_datasets_from_function(plan.dataset_fn(data, slow_worker)))
         steps(iterator)  # warm-up: tracing, the collectives' first handshake
         meter = Meter({"workers": os.getpid()}, [os.getpid()])
         # Only worker 0 evaluates, between its timed intervals; the others wait for it inside their

@@ -4,7 +4,7 @@ The successful run (both strategies, both models) is notebook 10's smoke copy.
 """
 import pytest
 
-from labkit import allreduce
+from labkit import allreduce, models
 from support import processes_running
 
 
@@ -20,8 +20,34 @@ def test_a_bad_plan_says_what_to_change(settings, message):
 
 
 def test_a_plan_has_the_slowed_phase_only_when_asked():
-    assert [name for name, _, _ in allreduce.Plan().phases] == ["even"]
-    assert allreduce.Plan(slow_worker=1, slow_ms=50, slow_intervals=2).phases[-1] == ("slowed", 2, 1)
+    assert [name for name, _, _, _ in allreduce.Plan().phases] == ["seed 0"]
+    assert allreduce.Plan(slow_worker=1, slow_ms=50, slow_intervals=2).phases[-1] == ("slowed", 2, 1, None)
+
+
+def test_a_plan_runs_its_even_phase_once_per_seed_and_the_embedding_only_one():
+    phases = allreduce.Plan(seed=4, seeds=3, intervals=5, slow_worker=1, slow_ms=50, slow_intervals=2).phases
+    assert phases == [("seed 4", 5, None, 4), ("seed 5", 5, None, 5), ("seed 6", 5, None, 6), ("slowed", 2, 1, None)]
+    with pytest.raises(ValueError, match="seeds=3 needs the mlp model"):
+        allreduce.Plan(model="embedding", seeds=3)
+
+
+def test_a_restart_gives_the_seeds_initial_weights_and_a_fresh_optimizer():
+    import numpy as np
+    import tensorflow as tf
+
+    plan = allreduce.Plan(seed=0)
+    model, optimizer = plan.build()
+    batch = tf.random.uniform((8, 784)), tf.zeros((8,), tf.int64)
+    with tf.GradientTape() as tape:
+        loss = models.mean_cross_entropy(batch[1], model(batch[0]))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+    plan.restart(model, optimizer, seed=1)
+    tf.keras.utils.set_random_seed(1)
+    for restarted, fresh in zip(model.get_weights(), models.mnist_mlp().get_weights()):
+        np.testing.assert_array_equal(restarted, fresh)
+    assert [float(tf.reduce_max(tf.abs(variable))) for variable in optimizer.variables()] == [0.0] * 9  # step count; m, v of 4 variables
+    tf.keras.utils.set_random_seed(0)
+    assert not np.array_equal(model.get_weights()[0], models.mnist_mlp().get_weights()[0])  # seed 0 differs
 
 
 def test_time_to_accuracy_is_the_first_evaluation_at_the_target():

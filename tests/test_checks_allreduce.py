@@ -50,3 +50,25 @@ def test_10_the_table_must_be_sharded_on_ps_and_replicated_under_all_reduce():
     checks.replicated([128_000_000, 128_000_000], 64_000_000)
     with pytest.raises(AssertionError, match="less than the table"):
         checks.replicated([128_000_000, 0], 64_000_000)
+
+
+def test_10_a_winner_is_named_only_outside_the_seeds_spread():
+    seconds = {"parameter servers": [3.9, 4.1, 4.0], "all-reduce": [2.8, 2.9, 3.0]}
+    checks.winner_outside_spread("all-reduce", seconds)
+    with pytest.raises(AssertionError, match="every seed of all-reduce did better"):
+        checks.winner_outside_spread(None, seconds)
+    with pytest.raises(AssertionError, match="every seed of all-reduce did better"):
+        checks.winner_outside_spread("parameter servers", seconds)
+    overlapping = {"parameter servers": [3.9, 4.1, 2.9], "all-reduce": [2.8, 3.0, 3.0]}
+    checks.winner_outside_spread(None, overlapping)
+    with pytest.raises(AssertionError, match="ranges overlap"):
+        checks.winner_outside_spread("all-reduce", overlapping)
+    speeds = {"parameter servers": [4500, 4600, 4400], "all-reduce": [7600, 7700, 7500]}
+    checks.winner_outside_spread("all-reduce", speeds, higher_is_better=True)
+    with pytest.raises(AssertionError, match="every seed of all-reduce"):
+        checks.winner_outside_spread("parameter servers", speeds, higher_is_better=True)
+
+
+def test_10_a_spread_needs_three_seeds_per_side():
+    with pytest.raises(AssertionError, match="at least 3 seeds"):
+        checks.winner_outside_spread("all-reduce", {"parameter servers": [3.9, 4.1], "all-reduce": [2.8, 2.9, 3.0]})

@@ -9,7 +9,7 @@ from labkit.checks.core import (  # noqa: F401
 )
 from labkit.checks.allreduce import (  # noqa: F401
     async_did_not_wait, both_reached, link_bytes_near, lockstep_limit, moved_rows_not_table, replicated,
-    sharded_over_ps, sync_waited,
+    sharded_over_ps, sync_waited, winner_outside_spread,
 )
 from labkit.checks.cluster_by_hand import (  # noqa: F401
     cluster_trained, servers_serving, tf_configs,

@@ -3,10 +3,10 @@
 from labkit.checks.core import require
 
 
-def both_reached(accuracy_by_strategy, target_accuracy):
-    """Every strategy's final test accuracy (``{"PS": 0.9, ...}``) is at least ``target_accuracy``."""
-    short = {name: round(accuracy, 3) for name, accuracy in accuracy_by_strategy.items() if accuracy < target_accuracy}
-    require(not short, f"final test accuracy below {target_accuracy} for {short}: the time to that accuracy "
+def both_reached(accuracy_by_run, target_accuracy):
+    """Every run's best test accuracy (``{"PS, seed 0": 0.9, ...}``) is at least ``target_accuracy``."""
+    short = {name: round(accuracy, 3) for name, accuracy in accuracy_by_run.items() if accuracy < target_accuracy}
+    require(not short, f"test accuracy never reached {target_accuracy} in {short}: the time to that accuracy "
                        "cannot be compared. Train more intervals, or lower target_accuracy.")
 
 
@@ -57,3 +57,20 @@ def replicated(held_by_worker, table_bytes):
     """Every all-reduce worker holds at least a full copy of the table."""
     short = [held for held in held_by_worker if held < table_bytes]
     require(not short, f"workers hold {held_by_worker} bytes, some less than the table's {table_bytes:,}.")
+
+
+def winner_outside_spread(winner, values_by_side, higher_is_better=False, min_seeds=3):
+    """``winner`` is the side each of whose seeds did better than every seed of the other side (lower
+    values, or higher with ``higher_is_better``), or None when the two sides' ranges overlap; each
+    side was measured over at least ``min_seeds`` seeds."""
+    few = {side: len(values) for side, values in values_by_side.items() if len(values) < min_seeds}
+    require(not few, f"seeds per side {few}: a spread needs at least {min_seeds} seeds on each side; raise seeds.")
+    require(len(values_by_side) == 2, f"compare two sides, not {sorted(values_by_side)}.")
+    sign = -1 if higher_is_better else 1
+    (side, values), (other, other_values) = ((name, sorted(sign * value for value in values))
+                                             for name, values in values_by_side.items())
+    expected = side if values[-1] < other_values[0] else other if other_values[-1] < values[0] else None
+    require(winner == expected,
+        f"the verdict names {winner!r}, but the seeds gave {values_by_side}: "
+        + (f"every seed of {expected} did better than every seed of the other side." if expected
+           else "the two ranges overlap, so no side can be named."))
