@@ -6,7 +6,7 @@ program, configured by its own TF_CONFIG, holds a full copy of the variables, an
 waits until all workers have all-reduced their gradients. ``run_all_reduce`` starts
 ``num_workers`` processes of ``python -m labkit.allreduce`` (``labkit.runtime.children``: they exit with
 their parent), waits for them and reads what each wrote to a JSON file.
-``run_parameter_servers`` trains the same ``Plan`` on a ``LocalCluster`` from this process.
+``run_parameter_servers`` trains the same ``Setup`` on a ``LocalCluster`` from this process.
 
 Facts checked in TensorFlow 2.21's source: on CPU the collectives are RING all-reduce over gRPC
 (``CommunicationImplementation.AUTO``); dense gradients are all-reduced, while ``IndexedSlices``
@@ -14,7 +14,7 @@ Facts checked in TensorFlow 2.21's source: on CPU the collectives are RING all-r
 ids (``cross_device_utils.all_reduce_indexed_slices``); Keras sums the replicas' gradients.
 And unless a dataset's cardinality is INFINITE (a ``repeat()`` at its end), MWMS makes every step
 all-reduce whether each worker still has data (``input_lib._enable_get_next_as_optional``): one more
-collective per step. Our datasets are endless but TensorFlow cannot tell, so ``Plan.dataset_fn`` repeats.
+collective per step. Our datasets are endless but TensorFlow cannot tell, so ``Setup.dataset_fn`` repeats.
 """
 import argparse
 import json
@@ -40,7 +40,7 @@ PROGRESS_LINE = "samples done:"
 
 
 @dataclass
-class Plan:
+class Setup:
     """What both strategies run. Steps are counted in batches of ``batch_size`` (one worker's step):
     an interval is ``batches_per_interval`` batches summed over all workers.
 
@@ -167,28 +167,28 @@ def meter_phase(phase, meter, batches_counted):
     return phase
 
 
-def evaluation(plan, model, data):
+def evaluation(setup, model, data):
     """A function returning the test accuracy for the MLP as ``{"accuracy": ...}`` (None for the embedding,
     which has no test set)."""
-    return (lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)}) if plan.model == "mlp" else None
+    return (lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)}) if setup.model == "mlp" else None
 
 
 # ----- asynchronous: parameter servers, driven from this process ------------------------
-def run_parameter_servers(plan, cluster, coordinator, data=None):
-    """Train ``plan`` on a running LocalCluster through ``coordinator``; {phase name: Phase}.
+def run_parameter_servers(setup, cluster, coordinator, data=None):
+    """Train ``setup`` on a running LocalCluster through ``coordinator``; {phase name: Phase}.
 
     Bytes: what the parameter servers received (pushes) and sent (pulls). Every pull and push
     crosses exactly one worker's link, so per batch that is one worker's link traffic.
     """
     strategy = coordinator.strategy
     with strategy.scope():
-        model, optimizer = plan.build()
-    steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
+        model, optimizer = setup.build()
+    steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, setup.steps_per_closure)
     phases = {}
     roles = {"workers": [task.pid for task in cluster.tasks if task.name.startswith("worker")],
              "parameter servers": [task.pid for task in cluster.tasks if task.name.startswith("ps")],
              "coordinator": [os.getpid()]}
-    samples = ProgressLines(_total_samples(plan), "parameter servers", unit="sample")
+    samples = ProgressLines(_total_samples(setup), "parameter servers", unit="sample")
     done = 0
 
     def progress(count):
@@ -197,18 +197,18 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
         samples.line(done)
 
     iterator = None
-    for name, intervals, slow_worker, seed in plan.phases:
-        if seed is not None and seed != plan.seed:
-            plan.restart(model, optimizer, seed)
+    for name, intervals, slow_worker, seed in setup.phases:
+        if seed is not None and seed != setup.seed:
+            setup.restart(model, optimizer, seed)
         if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
-            iterator = train.per_worker_iterator(coordinator, plan.dataset_fn(data, slow_worker))
+            iterator = train.per_worker_iterator(coordinator, setup.dataset_fn(data, slow_worker))
         meter = Meter(roles, traffic.ps_pids(cluster))
-        phase = train.run(coordinator, steps, iterator, intervals * plan.batches_per_interval, plan.steps_per_closure,
-                          log_every_steps=plan.batches_per_interval, evaluate=evaluation(plan, model, data),
-                          description=None, on_progress=lambda _: progress(plan.batches_per_interval * plan.batch_size),
-                          history=Phase(batch_size=plan.batch_size), meter=meter,
-                          warmup_closures=plan.num_workers)  # tracing, each worker's first pulls
-        phases[name] = meter_phase(phase, meter, intervals * plan.batches_per_interval)
+        phase = train.run(coordinator, steps, iterator, intervals * setup.batches_per_interval, setup.steps_per_closure,
+                          log_every_steps=setup.batches_per_interval, evaluate=evaluation(setup, model, data),
+                          description=None, on_progress=lambda _: progress(setup.batches_per_interval * setup.batch_size),
+                          history=Phase(batch_size=setup.batch_size), meter=meter,
+                          warmup_closures=setup.num_workers)  # tracing, each worker's first pulls
+        phases[name] = meter_phase(phase, meter, intervals * setup.batches_per_interval)
     phases["held_bytes"] = _held_bytes(model, optimizer)
     return phases
 
@@ -218,38 +218,38 @@ class AllReduceError(RuntimeError):
     """A worker of an all-reduce run failed or hung; the message ends with its log tail."""
 
 
-def run_all_reduce(*plans, timeout=600.0, log_dir=None):
-    """Run each plan in turn under MultiWorkerMirroredStrategy, on one set of local worker processes.
+def run_all_reduce(*setups, timeout=600.0, log_dir=None):
+    """Run each setup in turn under MultiWorkerMirroredStrategy, on one set of local worker processes.
 
-    Returns one dict per plan: {phase name: Phase} (times, losses and accuracies from worker 0;
+    Returns one dict per setup: {phase name: Phase} (times, losses and accuracies from worker 0;
     bytes from every worker), "held_bytes" and "rss_bytes" per worker, and the workers' "pids".
     Whatever happens (an error, Ctrl-C), the processes are gone when it returns or raises. The
     workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a clean run).
     """
-    num_workers = {plan.num_workers for plan in plans}
+    num_workers = {setup.num_workers for setup in setups}
     if len(num_workers) != 1:
-        raise ValueError(f"the plans ask for different numbers of workers ({sorted(num_workers)}); "
+        raise ValueError(f"the setups ask for different numbers of workers ({sorted(num_workers)}); "
                          "one run has one set of workers: run them separately.")
     own_log_dir = log_dir is None
     log_dir = Path(log_dir or tempfile.mkdtemp(prefix="labkit-allreduce-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     cluster = {"worker": [f"{HOST}:{pick_port()}" for _ in range(num_workers.pop())]}
-    plan_arguments = [argument for plan in plans for argument in ("--plan", json.dumps(asdict(plan)))]
+    setup_arguments = [argument for setup in setups for argument in ("--setup", json.dumps(asdict(setup)))]
     workers = []
     try:
         for index in range(len(cluster["worker"])):
-            workers.append(children.start_program("labkit.allreduce", *plan_arguments,
+            workers.append(children.start_program("labkit.allreduce", *setup_arguments,
                                                   "--out", str(log_dir / f"worker-{index}.json"),
                                                   tf_config=tf_config(cluster, index),
                                                   log_path=log_dir / f"worker-{index}.log"))
-        _wait(workers, log_dir, sum(_total_samples(plan) for plan in plans), timeout)
+        _wait(workers, log_dir, sum(_total_samples(setup) for setup in setups), timeout)
     finally:
         processes.stop(workers)
     reports = [json.loads((log_dir / f"worker-{index}.json").read_text()) for index in range(len(workers))]
     pids = {f"worker:{index}": worker.pid for index, worker in enumerate(workers)}
     if own_log_dir:
         shutil.rmtree(log_dir)
-    return [_combine([report[number] for report in reports]) | {"pids": pids} for number in range(len(plans))]
+    return [_combine([report[number] for report in reports]) | {"pids": pids} for number in range(len(setups))]
 
 
 def tf_config(cluster, index):
@@ -299,8 +299,8 @@ def _combine(reports):
     return combined
 
 
-def _total_samples(plan):
-    return sum(intervals for _, intervals, _, _ in plan.phases) * plan.batches_per_interval * plan.batch_size
+def _total_samples(setup):
+    return sum(intervals for _, intervals, _, _ in setup.phases) * setup.batches_per_interval * setup.batch_size
 
 
 def _held_bytes(model, optimizer):
@@ -309,17 +309,17 @@ def _held_bytes(model, optimizer):
 
 
 def main(argv=None):
-    """One MWMS worker: train each plan's phases, write this worker's measurements to ``--out``."""
+    """One MWMS worker: train each setup's phases, write this worker's measurements to ``--out``."""
     parser = argparse.ArgumentParser(prog="python -m labkit.allreduce", description=main.__doc__)
-    parser.add_argument("--plan", required=True, action="append", help="a Plan as JSON (repeat for more)")
+    parser.add_argument("--setup", required=True, action="append", help="a Setup as JSON (repeat for more)")
     parser.add_argument("--out", required=True, help="where to write this worker's results (JSON)")
     args = parser.parse_args(argv)
     children.exit_with_parent_if_started_by_one()
-    plans = [Plan(**json.loads(plan)) for plan in args.plan]
+    setups = [Setup(**json.loads(setup)) for setup in args.setup]
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first of all TensorFlow work
     worker = tf.distribute.cluster_resolver.TFConfigClusterResolver().task_id
-    data = load_mnist() if any(plan.model == "mlp" for plan in plans) else None
+    data = load_mnist() if any(setup.model == "mlp" for setup in setups) else None
     done = 0
 
     def progress(samples):
@@ -327,33 +327,33 @@ def main(argv=None):
         done += samples
         print(PROGRESS_LINE, done, flush=True)
 
-    reports = [_train_synchronously(strategy, plan, data, worker, progress) for plan in plans]
+    reports = [_train_synchronously(strategy, setup, data, worker, progress) for setup in setups]
     Path(args.out).write_text(json.dumps(reports))
 
 
-def _train_synchronously(strategy, plan, data, worker, progress):
-    """One plan on this MWMS worker: {"phases": {name: Phase as a dict}, "held_bytes", "rss_bytes"}."""
+def _train_synchronously(strategy, setup, data, worker, progress):
+    """One setup on this MWMS worker: {"phases": {name: Phase as a dict}, "held_bytes", "rss_bytes"}."""
     with strategy.scope():
-        model, optimizer = plan.build()
-    steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
-    per_call = plan.steps_per_closure * plan.num_workers  # batches of one call, summed over the workers
+        model, optimizer = setup.build()
+    steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, setup.steps_per_closure)
+    per_call = setup.steps_per_closure * setup.num_workers  # batches of one call, summed over the workers
     report = {"phases": {}}
     iterator = None
-    for name, intervals, slow_worker, seed in plan.phases:
-        if seed is not None and seed != plan.seed:
-            plan.restart(model, optimizer, seed)
+    for name, intervals, slow_worker, seed in setup.phases:
+        if seed is not None and seed != setup.seed:
+            setup.restart(model, optimizer, seed)
         if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
-            iterator = iter(strategy.distribute_datasets_from_function(plan.dataset_fn(data, slow_worker)))
+            iterator = iter(strategy.distribute_datasets_from_function(setup.dataset_fn(data, slow_worker)))
         steps(iterator)  # warm-up: tracing, the collectives' first handshake
         meter = Meter({"workers": os.getpid()}, [os.getpid()])
         # Only worker 0 evaluates, between its timed intervals; the others wait for it inside their
         # next all-reduce. Worker 0's times are the ones reported.
         phase = train.timed_intervals(lambda batches: [steps(iterator) for _ in range(batches // per_call)],
-                                      intervals * plan.batches_per_interval, plan.batches_per_interval,
-                                      evaluate=evaluation(plan, model, data) if worker == 0 else None, description=None,
-                                      on_progress=lambda _: progress(plan.batches_per_interval * plan.batch_size),
-                                      history=Phase(batch_size=plan.batch_size), meter=meter)
-        phase = meter_phase(phase, meter, intervals * plan.batches_per_interval // plan.num_workers)
+                                      intervals * setup.batches_per_interval, setup.batches_per_interval,
+                                      evaluate=evaluation(setup, model, data) if worker == 0 else None, description=None,
+                                      on_progress=lambda _: progress(setup.batches_per_interval * setup.batch_size),
+                                      history=Phase(batch_size=setup.batch_size), meter=meter)
+        phase = meter_phase(phase, meter, intervals * setup.batches_per_interval // setup.num_workers)
         report["phases"][name] = asdict(phase)
     report["held_bytes"] = sum(_held_bytes(model, optimizer).values())
     report["rss_bytes"] = psutil.Process().memory_info().rss

@@ -1,4 +1,4 @@
-"""labkit.allreduce: a plan refuses bad settings clearly; a failing all-reduce worker leaves no process behind.
+"""labkit.allreduce: a setup refuses bad settings clearly; a failing all-reduce worker leaves no process behind.
 
 The successful run (both strategies, both models) is notebook 10's smoke copy.
 """
@@ -14,34 +14,34 @@ from support import processes_running
     ({"batches_per_interval": 30}, r"multiple of steps_per_closure x num_workers \(20\)"),
     ({"slow_worker": 2}, r"slow_worker 2 is not a worker index \(0 to 1\)"),
 ])
-def test_a_bad_plan_says_what_to_change(settings, message):
+def test_a_bad_setup_says_what_to_change(settings, message):
     with pytest.raises(ValueError, match=message):
-        allreduce.Plan(**settings)
+        allreduce.Setup(**settings)
 
 
-def test_a_plan_has_the_slowed_phase_only_when_asked():
-    assert [name for name, _, _, _ in allreduce.Plan().phases] == ["seed 0"]
-    assert allreduce.Plan(slow_worker=1, slow_ms=50, slow_intervals=2).phases[-1] == ("slowed", 2, 1, None)
+def test_a_setup_has_the_slowed_phase_only_when_asked():
+    assert [name for name, _, _, _ in allreduce.Setup().phases] == ["seed 0"]
+    assert allreduce.Setup(slow_worker=1, slow_ms=50, slow_intervals=2).phases[-1] == ("slowed", 2, 1, None)
 
 
-def test_a_plan_runs_its_even_phase_once_per_seed_and_the_embedding_only_one():
-    phases = allreduce.Plan(seed=4, seeds=3, intervals=5, slow_worker=1, slow_ms=50, slow_intervals=2).phases
+def test_a_setup_runs_its_even_phase_once_per_seed_and_the_embedding_only_one():
+    phases = allreduce.Setup(seed=4, seeds=3, intervals=5, slow_worker=1, slow_ms=50, slow_intervals=2).phases
     assert phases == [("seed 4", 5, None, 4), ("seed 5", 5, None, 5), ("seed 6", 5, None, 6), ("slowed", 2, 1, None)]
     with pytest.raises(ValueError, match="seeds=3 needs the mlp model"):
-        allreduce.Plan(model="embedding", seeds=3)
+        allreduce.Setup(model="embedding", seeds=3)
 
 
 def test_a_restart_gives_the_seeds_initial_weights_and_a_fresh_optimizer():
     import numpy as np
     import tensorflow as tf
 
-    plan = allreduce.Plan(seed=0)
-    model, optimizer = plan.build()
+    setup = allreduce.Setup(seed=0)
+    model, optimizer = setup.build()
     batch = tf.random.uniform((8, 784)), tf.zeros((8,), tf.int64)
     with tf.GradientTape() as tape:
         loss = models.mean_cross_entropy(batch[1], model(batch[0]))
     optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-    plan.restart(model, optimizer, seed=1)
+    setup.restart(model, optimizer, seed=1)
     tf.keras.utils.set_random_seed(1)
     for restarted, fresh in zip(model.get_weights(), models.mnist_mlp().get_weights()):
         np.testing.assert_array_equal(restarted, fresh)
@@ -64,7 +64,7 @@ def test_time_to_accuracy_is_the_first_evaluation_at_the_target():
 @pytest.mark.cluster
 def test_a_failing_worker_stops_them_all_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_MNIST_SOURCE", "no-such-source")  # each worker fails after starting TensorFlow
-    plan = allreduce.Plan(intervals=1, batches_per_interval=20)
+    setup = allreduce.Setup(intervals=1, batches_per_interval=20)
     with pytest.raises(allreduce.AllReduceError, match=r"exited with code 1(.|\n)*unknown MNIST source"):
-        allreduce.run_all_reduce(plan, timeout=120, log_dir=tmp_path)
+        allreduce.run_all_reduce(setup, timeout=120, log_dir=tmp_path)
     assert processes_running("labkit.allreduce") == []
