@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from labkit import models, sharding, traffic, train
 from labkit.runtime import children, processes
 from labkit.cluster import HOST, pick_port
 from labkit.data import current_worker_index, load_mnist, mnist_dataset_fn, power_law_ids, slowed
+from labkit.meter import Meter
 from labkit.progress import ProgressLines
 
 MODELS = ("mlp", "embedding")
@@ -138,40 +138,19 @@ class Phase(train.History):
         return None if self.link_bytes is None else self.link_bytes / self.batches
 
 
-def measure(run_interval, plan, intervals, batches_counted, pids, cpu_pids, evaluate=None, progress=None):
-    """Time ``intervals`` calls of ``run_interval()`` (each trains ``plan.batches_per_interval`` batches,
-    summed over the workers, and returns its mean loss); count the bytes of ``pids`` and the CPU seconds
-    of ``cpu_pids`` ({role: pids}) while they run (``batches_counted`` batches per interval), evaluate
-    between them. ``progress(samples)`` after each."""
-    phase, seconds = Phase(batch_size=plan.batch_size, link_bytes=0.0 if traffic.available() else None), 0.0
-    phase.cpu_seconds = dict.fromkeys(cpu_pids, 0.0)
-    for interval in range(1, intervals + 1):
-        before = traffic.process_traffic(pids) if traffic.available() else None
-        cpu_before = _cpu_seconds(cpu_pids)
-        began = time.perf_counter()
-        loss = float(run_interval())
-        seconds += time.perf_counter() - began
-        for role, spent in _cpu_seconds(cpu_pids).items():
-            phase.cpu_seconds[role] += spent - cpu_before[role]
-        if before is not None:
-            moved = traffic.process_traffic(pids) - before
-            phase.link_bytes += moved.sent + moved.received
-        phase.batches += batches_counted
-        phase.record(interval * plan.batches_per_interval, seconds, loss,
-                     evaluation={"accuracy": evaluate()} if evaluate else None)
-        if progress:
-            progress(plan.batches_per_interval * plan.batch_size)
+def meter_phase(phase, meter, batches_counted):
+    """Put what ``meter`` saw while ``phase`` trained into it: CPU seconds per role, the link bytes
+    (sent + received) and the ``batches_counted`` batches whose bytes those are."""
+    phase.cpu_seconds = meter.cpu_seconds
+    phase.link_bytes = meter.bytes.sent + meter.bytes.received if meter.bytes else None
+    phase.batches = batches_counted
     return phase
 
 
-def _cpu_seconds(cpu_pids):
-    """{role: user + system CPU seconds used so far by its processes}."""
-    return {role: sum(processes.cpu_seconds(pid) for pid in pids) for role, pids in cpu_pids.items()}
-
-
 def evaluation(plan, model, data):
-    """A test-accuracy function for the MLP (None for the embedding, which has no test set)."""
-    return (lambda: models.accuracy(model, data.x_test, data.y_test)) if plan.model == "mlp" else None
+    """A function returning the test accuracy for the MLP as ``{"accuracy": ...}`` (None for the embedding,
+    which has no test set)."""
+    return (lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)}) if plan.model == "mlp" else None
 
 
 # ----- asynchronous: parameter servers, driven from this process ------------------------
@@ -185,7 +164,6 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
     with strategy.scope():
         model, optimizer = plan.build()
     steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
-    closures = plan.batches_per_interval // plan.steps_per_closure
     phases = {}
     roles = {"workers": [task.pid for task in cluster.tasks if task.name.startswith("worker")],
              "parameter servers": [task.pid for task in cluster.tasks if task.name.startswith("ps")],
@@ -200,17 +178,13 @@ def run_parameter_servers(plan, cluster, coordinator, data=None):
 
     for name, intervals, slow_worker in plan.phases:
         iterator = train.per_worker_iterator(coordinator, plan.dataset_fn(data, slow_worker))
-        for _ in range(plan.num_workers):  # warm-up: tracing, each worker's first pulls
-            coordinator.schedule(steps, args=(iterator,))
-        coordinator.join()
-
-        def run_interval():
-            losses = [coordinator.schedule(steps, args=(iterator,)) for _ in range(closures)]
-            coordinator.join()
-            return sum(float(loss.fetch()) for loss in losses) / closures
-
-        phases[name] = measure(run_interval, plan, intervals, plan.batches_per_interval, traffic.ps_pids(cluster),
-                               roles, evaluation(plan, model, data), progress)
+        meter = Meter(roles, traffic.ps_pids(cluster))
+        phase = train.run(coordinator, steps, iterator, intervals * plan.batches_per_interval, plan.steps_per_closure,
+                          log_every_steps=plan.batches_per_interval, evaluate=evaluation(plan, model, data),
+                          description=None, on_progress=lambda _: progress(plan.batches_per_interval * plan.batch_size),
+                          history=Phase(batch_size=plan.batch_size), meter=meter,
+                          warmup_closures=plan.num_workers)  # tracing, each worker's first pulls
+        phases[name] = meter_phase(phase, meter, intervals * plan.batches_per_interval)
     phases["held_bytes"] = _held_bytes(model, optimizer)
     return phases
 
@@ -338,19 +312,20 @@ def _train_synchronously(strategy, plan, data, worker, progress):
     with strategy.scope():
         model, optimizer = plan.build()
     steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, plan.steps_per_closure)
-    calls = plan.batches_per_interval // (plan.steps_per_closure * plan.num_workers)
+    per_call = plan.steps_per_closure * plan.num_workers  # batches of one call, summed over the workers
     report = {"phases": {}}
     for name, intervals, slow_worker in plan.phases:
         iterator = iter(strategy.distribute_datasets_from_function(plan.dataset_fn(data, slow_worker)))
         steps(iterator)  # warm-up: tracing, the collectives' first handshake
-
-        def run_interval():
-            return sum(float(steps(iterator)) for _ in range(calls)) / calls
-
+        meter = Meter({"workers": os.getpid()}, [os.getpid()])
         # Only worker 0 evaluates, between its timed intervals; the others wait for it inside their
         # next all-reduce. Worker 0's times are the ones reported.
-        phase = measure(run_interval, plan, intervals, plan.batches_per_interval // plan.num_workers, [os.getpid()],
-                        {"workers": [os.getpid()]}, evaluation(plan, model, data) if worker == 0 else None, progress)
+        phase = train.timed_intervals(lambda batches: [steps(iterator) for _ in range(batches // per_call)],
+                                      intervals * plan.batches_per_interval, plan.batches_per_interval,
+                                      evaluate=evaluation(plan, model, data) if worker == 0 else None, description=None,
+                                      on_progress=lambda _: progress(plan.batches_per_interval * plan.batch_size),
+                                      history=Phase(batch_size=plan.batch_size), meter=meter)
+        phase = meter_phase(phase, meter, intervals * plan.batches_per_interval // plan.num_workers)
         report["phases"][name] = asdict(phase)
     report["held_bytes"] = sum(_held_bytes(model, optimizer).values())
     report["rss_bytes"] = psutil.Process().memory_info().rss

@@ -131,7 +131,7 @@ class LocalCluster:
     # ----- the cluster description ---------------------------------------
     @property
     def cluster_spec(self):
-        """The ``cluster`` part of TF_CONFIG: job name -> list of "host:port"."""
+        """The ``cluster`` part of TF_CONFIG: task type -> list of "host:port"."""
         spec = {}
         if self.chief_port:
             spec["chief"] = [f"{HOST}:{self.chief_port}"]

@@ -22,14 +22,13 @@ on the PS (the naive way), or DGC (Lin et al. 2018): momentum correction and fac
 on the worker, local gradient clipping, sparsity warm-up.
 """
 import math
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import tensorflow as tf
 
 from labkit import models, traffic, train
-from labkit.data import mnist_dataset_fn
+from labkit.meter import Meter
 
 
 def payload_bytes(payload):
@@ -424,8 +423,8 @@ def make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closur
 
 @dataclass(kw_only=True)
 class Result(train.History):
-    """One MNIST training run (a History with one row: the steps, timed seconds, speed and test
-    accuracy at the end) and its bytes per step: payloads counted, socket bytes measured."""
+    """One MNIST training run (a History with one row: the timed steps, their seconds and speed, and
+    the test accuracy at the end) and its bytes per timed step: payloads counted, socket bytes measured."""
 
     name: str
     seed: int
@@ -449,16 +448,6 @@ class Result(train.History):
         return self.model_bytes / self.push_payload
 
 
-def training_batches(coordinator, data, batch_size=64, seed=0):
-    """Each worker's iterator over its own shard of the MNIST training batches, shuffled by ``seed``.
-
-    Building one costs seconds (each worker reads the training set and fills its shuffle buffer);
-    several runs can continue the same one (``train_mnist(batches=...)``), each taking the next batches.
-    """
-    num_workers = coordinator.strategy.extended._num_workers
-    return train.per_worker_iterator(coordinator, mnist_dataset_fn(data, batch_size, seed, shards=num_workers))
-
-
 def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_steps=600, steps_per_closure=10,
                 batch_size=64, learning_rate=0.1, hidden_units=128, ps_pids=(), seed=0, name=None,
                 push_class=CompressedSGD, pull_class=CompressedPulls, batches=None, **sgd_options):
@@ -466,10 +455,13 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
 
     ``sgd_options`` go to ``push_class`` (error_feedback, momentum, ...); ``push_class`` and
     ``pull_class`` may be your own versions of ``CompressedSGD`` and ``CompressedPulls``. ``batches``:
-    a ``training_batches`` iterator to continue (default: a new one shuffled by ``seed``, which
-    costs seconds). ``seed`` sets the model's initial weights and the run's random draws. The first
-    closure (tracing, first reads) is not counted in bytes or speed.
+    a ``train.mnist_batches(..., sharded=True)`` iterator to continue (default: a new one shuffled by
+    ``seed``, which costs seconds). ``seed`` sets the model's initial weights and the run's random draws.
+    The first closure (tracing, first reads) is a warm-up: not counted in steps, bytes or speed.
     """
+    if num_steps % steps_per_closure or num_steps < 2 * steps_per_closure:
+        raise ValueError(f"num_steps ({num_steps}) must be a multiple of steps_per_closure ({steps_per_closure}), "
+                         "of two closures at least: the first is a warm-up, not measured.")
     compressor = compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
     with strategy.scope():
@@ -477,33 +469,23 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
         optimizer = push_class(model.trainable_variables, compressor, learning_rate, **sgd_options)
         pulls = pull_class(strategy, model.trainable_variables, pull) if pull else None
     if batches is None:
-        batches = training_batches(coordinator, data, batch_size, seed)
-    train_steps = make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
-
-    def counted():
-        return (int(optimizer.pushed_bytes.numpy()), int(pulls.pulled_bytes.numpy()) if pulls else 0,
-                traffic.process_traffic(ps_pids) if ps_pids and traffic.available() else None)
-
-    coordinator.schedule(train_steps, args=(batches,))  # warm-up: tracing, first reads
-    coordinator.join()
-    pushed, pulled, sockets = counted()
-    began = time.perf_counter()
-    for _ in range(num_steps // steps_per_closure - 1):
-        coordinator.schedule(train_steps, args=(batches,))
-    coordinator.join()
-    seconds = time.perf_counter() - began
-    pushed_after, pulled_after, sockets_after = counted()
+        batches = train.mnist_batches(coordinator, data, batch_size, seed, sharded=True)
+    counters = {"pushed": lambda: int(optimizer.pushed_bytes.numpy())}
+    if pulls:
+        counters["pulled"] = lambda: int(pulls.pulled_bytes.numpy())
+    meter = Meter(socket_pids=ps_pids, counters=counters)
     timed_steps = num_steps - steps_per_closure
+    history = train.run(coordinator, make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure),
+                        batches, timed_steps, steps_per_closure, log_every_steps=timed_steps, description=None,
+                        evaluate=lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)},
+                        warmup_closures=1, meter=meter)
     model_bytes = models.model_bytes(model)
     error_feedback = sgd_options.get("error_feedback", False)
     default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"
-    result = Result(name=name or default_name, seed=seed, error_feedback=error_feedback,
-                    push_payload=(pushed_after - pushed) / timed_steps,
-                    pull_payload=(pulled_after - pulled) / timed_steps if pulls else model_bytes, model_bytes=model_bytes,
-                    measured=(sockets_after - sockets) / timed_steps if sockets else None)
-    result.record(num_steps, seconds, steps_per_second=timed_steps / seconds,
-                  evaluation={"accuracy": models.accuracy(model, data.x_test, data.y_test)})
-    return result
+    return Result(name=name or default_name, seed=seed, error_feedback=error_feedback,
+                  push_payload=meter.counts["pushed"] / timed_steps,
+                  pull_payload=meter.counts["pulled"] / timed_steps if pulls else model_bytes, model_bytes=model_bytes,
+                  measured=meter.bytes / timed_steps if meter.bytes else None, **vars(history))
 
 
 def accuracy_spread(runs):

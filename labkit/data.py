@@ -486,3 +486,14 @@ def slowed(dataset, milliseconds):
     options.experimental_optimization.inject_prefetch = False
     options.autotune.enabled = False
     return tf.data.experimental.from_variant(variant, dataset.element_spec).with_options(options)
+
+
+def with_slowed_worker(dataset_fn, worker, milliseconds):
+    """``dataset_fn`` with worker ``worker`` (an index; None: no worker) ``slowed`` by ``milliseconds`` per element."""
+    if worker is None:
+        return dataset_fn
+
+    def dataset_fn_with_a_slow_worker(input_context=None):
+        dataset = dataset_fn(input_context)
+        return slowed(dataset, milliseconds) if current_worker_index(input_context) == worker else dataset
+    return dataset_fn_with_a_slow_worker

@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 
 from labkit import models, train
-from labkit.data import current_worker_index, mnist_dataset_fn, slowed
+from labkit.data import slowed
 
 
 class Constant:
@@ -271,23 +271,6 @@ def make_versioned_train_steps(strategy, model, optimizer, steps_per_closure=1):
     return train.pack_steps(strategy, one_step, steps_per_closure)
 
 
-def worker_batches(data, batch_size, seed, slow_worker=None, slow_ms=0):
-    """A ``dataset_fn``: MNIST batches in each worker's own order (``labkit.data``); worker ``slow_worker`` slowed."""
-    batches = mnist_dataset_fn(data, batch_size, seed)
-
-    def dataset_fn():
-        dataset = batches()
-        return slowed(dataset, slow_ms) if slow_worker is not None and current_worker_index() == slow_worker else dataset
-    return dataset_fn
-
-
-def training_batches(coordinator, data, batch_size=64, seed=0, slow_worker=None, slow_ms=0):
-    """Each worker's iterator over ``worker_batches``. Building one costs seconds (each worker reads
-    the training set and fills its shuffle buffer); several runs can continue the same one
-    (``train_mnist(batches=...)``), each taking the next batches."""
-    return train.per_worker_iterator(coordinator, worker_batches(data, batch_size, seed, slow_worker, slow_ms))
-
-
 @dataclass(kw_only=True)
 class Run(train.History):
     """One training run (a History: accuracy and applied updates at each evaluation) with the rule,
@@ -365,7 +348,7 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
     read→update window: a slow input pipeline. ``optimizer_class`` (a StalenessSGD, or a
     subclass) and ``train_steps`` (``make_versioned_train_steps``, or a function like it) let a notebook
     run with its own definitions of the PS update and of the worker's step. ``batches``: a
-    ``training_batches`` iterator to continue (its own ``slow_worker`` and ``slow_ms`` then apply);
+    ``train.mnist_batches`` iterator to continue (its own ``slow_worker`` and ``slow_ms`` then apply);
     default: a new one shuffled by the first seed, which costs seconds.
     """
     optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_versioned_train_steps
@@ -373,14 +356,14 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
                          f"and evaluate_every a multiple of steps_per_closure ({steps_per_closure})")
     if batches is not None and slow_worker is not None:
-        raise ValueError("batches were built already: pass slow_worker and slow_ms to training_batches instead.")
+        raise ValueError("batches were built already: pass slow_worker and slow_ms to train.mnist_batches instead.")
     tf.keras.utils.set_random_seed(seeds[0])
     with strategy.scope():
         model = models.mnist_mlp()
         optimizer = optimizer_class(model.trainable_variables, rule, learning_rate, delay, num_workers,
                                  random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seeds[0])
     if batches is None:
-        batches = training_batches(coordinator, data, batch_size, seeds[0], slow_worker, slow_ms)
+        batches = train.mnist_batches(coordinator, data, batch_size, seeds[0], slow_worker=slow_worker, slow_ms=slow_ms)
     steps = train_steps(strategy, model, optimizer, steps_per_closure)
     runs = []
     for seed in seeds:

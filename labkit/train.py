@@ -11,6 +11,9 @@ What ``model.fit`` does on a PS cluster, in plain sight:
 
 Progress comes from completed closures on the coordinator: PS training has no
 batch-level callbacks. It is printed as text lines (``labkit.progress``).
+
+Every lab times its training here: a warm-up first (not timed), then intervals, each timed and
+metered by a ``labkit.meter.Meter``, with a row of the ``History`` after each.
 """
 import math
 import time
@@ -20,7 +23,8 @@ import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import numpy as np
 import tensorflow as tf
 
-from labkit.data import mnist_dataset_fn  # noqa: F401  (the labs' dataset_fn, next to per_worker_iterator)
+from labkit.data import mnist_dataset_fn, with_slowed_worker
+from labkit.meter import Meter
 from labkit.progress import ProgressLines
 
 
@@ -122,38 +126,61 @@ def pack_steps(strategy, one_step, steps_per_closure, fetch_first=False):
     return train_steps
 
 
-def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(),
-        log_every_steps=100, evaluate=None, description="training", on_progress=None, history=None):
-    """Schedule closures until ``num_steps`` steps ran; return a History (one row per interval).
+def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(), log_every_steps=100,
+        evaluate=None, description="training", on_progress=None, history=None, warmup_closures=0, meter=None):
+    """Schedule closures until ``num_steps`` steps ran in timed intervals; return a History (one row per interval).
 
-    ``evaluate()``, if given, runs after each interval and returns a dict of numbers.
-    ``on_progress(history)``, if given, is called after each interval (e.g. a dashboard's
-    ``show_training``). ``history``: a History (or a lab's subclass of it) to record into.
+    ``warmup_closures`` closures run first (tracing, the workers' datasets and first pulls): not
+    timed, not metered, not counted in the History's steps. Each interval of ``log_every_steps``
+    steps is timed by ``meter`` (a ``labkit.meter.Meter``; default: wall time only); the rest is
+    ``timed_intervals``'s.
     """
     if num_steps % steps_per_closure or log_every_steps % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) and log_every_steps ({log_every_steps}) must be "
                          f"multiples of steps_per_closure ({steps_per_closure}).")
-    history = History() if history is None else history
-    training_seconds = 0.0
-    closures_per_interval = log_every_steps // steps_per_closure
-    progress = ProgressLines(num_steps, description)
-    for interval_start in range(0, num_steps, log_every_steps):
-        closures = min(closures_per_interval, (num_steps - interval_start) // steps_per_closure)
-        began = time.perf_counter()
-        losses = [coordinator.schedule(train_steps, args=(iterator,)) for _ in range(closures)]
-        fetched = [float(remote_loss.fetch()) for remote_loss in losses]  # in order; each waits for its closure
+
+    def train_closures(closures):
+        scheduled = [coordinator.schedule(train_steps, args=(iterator,)) for _ in range(closures)]
         coordinator.join()
-        interval_seconds = time.perf_counter() - began
-        training_seconds += interval_seconds
-        steps = closures * steps_per_closure
-        history.record(step=interval_start + steps, seconds=training_seconds, loss=float(np.mean(fetched)),
+        return scheduled  # RemoteValues: their losses are fetched after the interval's timing
+
+    if warmup_closures:
+        train_closures(warmup_closures)
+    return timed_intervals(lambda steps: train_closures(steps // steps_per_closure), num_steps, log_every_steps,
+                           metrics, evaluate, description, on_progress, history, meter)
+
+
+def timed_intervals(train_interval, num_steps, log_every_steps, metrics=(), evaluate=None, description="training",
+                    on_progress=None, history=None, meter=None):
+    """Call ``train_interval(steps)`` until ``num_steps`` steps ran, ``log_every_steps`` at a time; a History.
+
+    ``train_interval`` trains that many steps and returns their losses (numbers, tensors, or
+    RemoteValues, fetched after the interval). ``meter`` (a ``labkit.meter.Meter``; default: wall
+    time only) times and meters each call. After each: a row with the steps and training seconds
+    so far, the mean loss, steps/s, ``metrics`` (Keras metrics, then reset) and ``evaluate()``
+    (a dict of numbers, if given; not timed); a progress line (none if ``description`` is None);
+    ``on_progress(history)`` (e.g. a dashboard's ``show_training``). ``history``: a History (or a
+    lab's subclass of it) to record into.
+    """
+    history = History() if history is None else history
+    meter = Meter() if meter is None else meter
+    progress = ProgressLines(num_steps, description) if description else None
+    done, training_seconds = 0, 0.0
+    while done < num_steps:
+        steps = min(log_every_steps, num_steps - done)
+        meter.begin()
+        losses = train_interval(steps)
+        interval_seconds = meter.end()
+        done, training_seconds = done + steps, training_seconds + interval_seconds
+        history.record(step=done, seconds=training_seconds,
+                       loss=float(np.mean([loss.fetch() if hasattr(loss, "fetch") else loss for loss in losses])),
                        steps_per_second=steps / interval_seconds,
                        metrics={m.name: float(m.result()) for m in metrics},
                        evaluation=evaluate() if evaluate else {})
         for metric in metrics:
             metric.reset_state()
-        progress.line(history.final_step, loss=f"{history.loss[-1]:.3f}",
-                      **{"steps/s": f"{history.steps_per_second[-1]:.0f}"})
+        if progress:
+            progress.line(done, loss=f"{history.loss[-1]:.3f}", **{"steps/s": f"{history.steps_per_second[-1]:.0f}"})
         if on_progress:
             on_progress(history)
     return history
@@ -162,6 +189,19 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
 def per_worker_iterator(coordinator, dataset_fn):
     """An iterator over a dataset that every worker builds for itself from ``dataset_fn()``."""
     return iter(coordinator.create_per_worker_dataset(dataset_fn))
+
+
+def mnist_batches(coordinator, data, batch_size=64, seed=0, sharded=False, slow_worker=None, slow_ms=0):
+    """Each worker's iterator over MNIST training batches (``labkit.data.mnist_dataset_fn``), shuffled by ``seed``:
+    the whole training set in each worker's own order, or with ``sharded`` each worker's own share of it.
+    Worker ``slow_worker`` (an index) waits ``slow_ms`` before each batch.
+
+    Building one costs seconds (each worker reads the training set and fills its shuffle buffer);
+    several runs can continue the same one (the labs' ``train_mnist(batches=...)``), each taking the next batches.
+    """
+    shards = coordinator.strategy.extended._num_workers if sharded else None  # TF keeps the worker count there
+    dataset_fn = mnist_dataset_fn(data, batch_size, seed, shards=shards)
+    return per_worker_iterator(coordinator, with_slowed_worker(dataset_fn, slow_worker, slow_ms))
 
 
 def first_batches(coordinator, dataset_fn, num_workers):

@@ -1,6 +1,6 @@
 """A live dashboard of a LocalCluster for JupyterLab, made of ipywidgets.
 
-One row per task: role, address, pid, alive or dead, CPU %, memory, uptime and the
+One row per task: its name, address, pid, alive or dead, CPU %, memory, uptime and the
 last log line, with buttons that kill and restart the task. Below the rows, a training
 panel shows what ``labkit.train.run(..., on_progress=dashboard.show_training)`` reports.
 

@@ -4,15 +4,13 @@ No test asserts a speed: timings are measurements (labkit bench prints ratios), 
 """
 import csv
 import json
-import os
 import subprocess
 import sys
-import types
 
 import pytest
 
-from labkit import bench, traffic
-from labkit.bench import metering
+from labkit import bench
+from labkit.meter import Meter
 
 LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 TINY_GRID = ["--workers", "1", "--ps", "1", "--steps-per-closure", "1", "10", "--models", "mlp", "--batch-sizes", "64",
@@ -35,24 +33,6 @@ def test_intervals_hold_whole_closures_for_every_worker():
     assert bench.interval_steps(baseline, 100) == 100
 
 
-def test_the_meter_times_the_interval_without_reading_the_counters(monkeypatch):
-    """Reading the `ss` counters takes time: it must happen outside the timed interval, at both ends."""
-    clock = [0.0]
-
-    def read_counters(pids):
-        clock[0] += 1.0  # each read of the counters "takes" one second
-        return traffic.Traffic(received=100 * clock[0], sent=0)
-    monkeypatch.setattr(metering, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
-    monkeypatch.setattr(metering.traffic, "available", lambda: True)
-    monkeypatch.setattr(metering.traffic, "process_traffic", read_counters)
-    meter = bench.Meter({"coordinator": os.getpid()}, ps_pids=[os.getpid()])
-    meter.begin()
-    clock[0] += 0.5  # the training steps
-    meter.end()
-    assert meter.seconds == [0.5]
-    assert meter.bytes.received == 150, "the bytes of the interval: counters read just before and just after it"
-
-
 def test_each_ratio_divides_by_the_baseline_measured_beside_its_cluster_shape():
     def row(loop, workers, samples_per_s, beside):
         return {"model": "mlp", "batch_size": 64, "loop": loop, "workers": workers,
@@ -70,7 +50,7 @@ def test_one_cli_runs_both_benchmarks():
 
 
 def test_plan_varies_each_axis_around_the_base_point():
-    points = bench.plan(workers=[1, 2, 4], ps=[1, 2], steps_per_closure=[1, 10], models=["mlp", "lm"],
+    points = bench.points(workers=[1, 2, 4], ps=[1, 2], steps_per_closure=[1, 10], models=["mlp", "lm"],
                         batch_sizes=[64, 256], cores=2)
     assert len(points) == len(set(points))
     custom = [p for p in points if p.loop == "custom"]
@@ -162,9 +142,9 @@ def test_tiny_sweep_plots_a_png(tiny_sweep):
 def test_a_measurement_times_with_the_meter_it_is_given():
     made = []
 
-    class RecordedMeter(metering.Meter):
-        def __init__(self, pids, ps_pids=()):
-            super().__init__(pids, ps_pids)
+    class RecordedMeter(Meter):
+        def __init__(self, cpu_pids, socket_pids=()):
+            super().__init__(cpu_pids, socket_pids)
             made.append(self)
 
     point = bench.Point("mlp", "single-process", 0, 0, 1, 64)

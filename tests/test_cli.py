@@ -34,10 +34,12 @@ def test_help_lists_the_commands_in_the_order_a_learner_meets_them():
     assert [command for command in listed if command in learner_order] == learner_order
 
 
-def test_the_command_imports_tensorflow_only_for_a_command_that_uses_it():
-    """`labkit status`, `stop` and `--help` answer in a second, not after TensorFlow's seconds-long import."""
+def test_the_command_imports_tensorflow_and_nbformat_only_for_a_command_that_uses_them():
+    """`labkit status`, `stop`, `--help` and bad input answer in a second, not after TensorFlow's seconds-long
+    import or nbformat's (its jsonschema builds a grammar at import)."""
     imported = subprocess.run([sys.executable, "-c", "import sys; from labkit.tools import cli; cli.build_parser(); "
-                               "print(sorted(name for name in ('tensorflow', 'tf_keras') if name in sys.modules))"],
+                               "print(sorted(name for name in ('tensorflow', 'tf_keras', 'nbformat', 'jsonschema') "
+                               "if name in sys.modules))"],
                               capture_output=True, text=True, timeout=120)
     assert imported.stdout.strip() == "[]", imported.stdout + imported.stderr
 

@@ -139,7 +139,7 @@ def test_without_a_one_worker_row_the_error_says_what_to_measure():
 
 
 def test_plan_measures_the_cost_model_inputs_for_every_model():
-    points = bench.plan(workers=[2, 3], ps=[1, 2], steps_per_closure=[1, 10, 50], models=["mlp", "lm"], batch_sizes=[64],
+    points = bench.points(workers=[2, 3], ps=[1, 2], steps_per_closure=[1, 10, 50], models=["mlp", "lm"], batch_sizes=[64],
                         cores=2)
     for model in ("mlp", "lm"):
         one_worker = {(p.ps, p.steps_per_closure) for p in points if p.model == model and p.workers == 1}

@@ -299,3 +299,22 @@ def test_the_offline_subset_is_parsed_once_then_read_back_exactly(tmp_path, monk
     for name in ("x_train", "y_train", "x_test", "y_test"):
         first, second = getattr(parsed, name), getattr(again, name)
         assert first.dtype == second.dtype and np.array_equal(first, second), name
+
+
+def test_only_the_slowed_worker_waits_before_each_element():
+    import time
+
+    import tensorflow as tf
+    from labkit.data import with_slowed_worker
+
+    def dataset_fn(input_context=None):
+        return tf.data.Dataset.range(5)
+
+    def seconds_to_read(dataset_fn):
+        began = time.perf_counter()
+        assert list(dataset_fn().as_numpy_iterator()) == [0, 1, 2, 3, 4]
+        return time.perf_counter() - began
+
+    assert with_slowed_worker(dataset_fn, None, 100) is dataset_fn
+    assert seconds_to_read(with_slowed_worker(dataset_fn, 0, 100)) >= 0.5, "eagerly, this process is worker 0"
+    assert seconds_to_read(with_slowed_worker(dataset_fn, 1, 100)) < 0.4, "worker 1's pause is not worker 0's"

@@ -61,8 +61,8 @@ WRONG_ANSWERS = {
         WrongAnswer("ports = [portpicker", """
 cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"] * num_workers,
            "chief": [f"localhost:{ports[-1]}"]}
-tf_configs = {f"{job}:{index}": {"cluster": cluster, "task": {"type": job, "index": index}}
-              for job, addresses in cluster.items() for index in range(len(addresses))}
+tf_configs = {f"{task_type}:{index}": {"cluster": cluster, "task": {"type": task_type, "index": index}}
+              for task_type, addresses in cluster.items() for index in range(len(addresses))}
 """, "checks.tf_configs(", "Did you give it a port different from worker:0?"),
         WrongAnswer("process.terminate()", """
 for name, process in processes.items():

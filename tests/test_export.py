@@ -70,7 +70,7 @@ def test_the_cli_prints_the_plan_and_writes_the_same_files_from_flags_or_a_file(
     pytest.param(["--ps", "10.0.0.1:2222", "--worker", "10.0.0.2:2222"], 'the cluster has no "chief"', id="no-chief"),
     pytest.param(["--chief", "10.0.0.9:2222", "--ps", "10.0.0.1", "--worker", "10.0.0.2:2222"],
                  "is not of the form host:port", id="no-port"),
-    pytest.param(["--chief", "10.0.0.9:2222", "--worker", "10.0.0.2:2222"], "has no 'ps' job", id="no-ps"),
+    pytest.param(["--chief", "10.0.0.9:2222", "--worker", "10.0.0.2:2222"], "has no 'ps' task", id="no-ps"),
     pytest.param(["--chief", "10.0.0.9:2222", "--ps", "10.0.0.9:2222", "--worker", "10.0.0.2:2222"],
                  "is used by both", id="address-twice"),
     pytest.param([], "exactly one of the two", id="no-cluster"),
@@ -87,7 +87,7 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(args, message, tmp_path):
 @pytest.mark.parametrize("text, message", [
     ("chief: [10.0.0.9:2222\n", "is not valid YAML or JSON"),
     ("chief: [10.0.0.9:2222]\nps: [10.0.0.1:2222]\nworkers: [10.0.0.2:2222]\n", "Did you mean 'worker'?"),
-    ("ps: 10.0.0.1:2222\n", "must be a non-empty list"),
+    ("ps: 10.0.0.1:2222\n", "must have a non-empty list"),
 ])
 def test_a_bad_cluster_file_is_a_clear_error(text, message, tmp_path):
     (tmp_path / "cluster.yaml").write_text(text)

@@ -9,8 +9,8 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit import compression, models, recovery, staleness, train
-from labkit.bench import metering, stats
+from labkit import compression, meter, models, recovery, staleness, train
+from labkit.bench import measure, stats
 from smoke_notebooks import NOTEBOOKS
 
 # (notebook, the name it defines, labkit's object); "Class.method" names a method the notebook's class defines
@@ -30,9 +30,9 @@ COPIES = [
         staleness.Constant, staleness.InverseTau, staleness.InverseOnePlusTau, staleness.DelayCompensated,
         staleness.AdaptiveDelayCompensated)],
     ("07_fault_tolerance.ipynb", "train_with_recovery", recovery.train_with_recovery),
-    ("08_performance_analysis.ipynb", "Meter", metering.Meter),
+    ("08_performance_analysis.ipynb", "Meter", meter.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),
-    ("08_performance_analysis.ipynb", "run_custom", metering.run_custom),
+    ("08_performance_analysis.ipynb", "run_custom", measure.run_custom),
 ]
 
 

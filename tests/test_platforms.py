@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from labkit import bench, compression, traffic
+from labkit import compression, traffic
+from labkit.meter import Meter
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -39,8 +40,8 @@ def test_without_ss_traffic_says_why_and_what_the_notebooks_report_instead(no_ss
         traffic.process_traffic([os.getpid()])
 
 
-def test_without_ss_the_benchmark_meter_measures_time_and_cpu_but_no_bytes(no_ss):
-    meter = bench.Meter({"self": os.getpid()}, ps_pids=[os.getpid()])
+def test_without_ss_the_meter_measures_time_and_cpu_but_no_bytes(no_ss):
+    meter = Meter({"self": os.getpid()}, socket_pids=[os.getpid()])
     meter.begin()
     sum(range(100_000))
     meter.end()

@@ -154,7 +154,7 @@ def test_ssp_makes_a_worker_too_far_ahead_wait_and_gives_up_after_the_timeout():
     (lambda: sgd(random_delay=True), "needs a mean delay"),
     (lambda: sgd(ssp_bound=-1), "ssp_bound must be >= 0"),
     (lambda: staleness.train_mnist(None, None, None, 2, batches=iter([]), slow_worker=0, slow_ms=20),
-     "pass slow_worker and slow_ms to training_batches"),
+     "pass slow_worker and slow_ms to train.mnist_batches"),
 ])
 def test_bad_settings_are_refused(make, message):
     with pytest.raises(ValueError, match=message):

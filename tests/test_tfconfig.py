@@ -26,14 +26,14 @@ def make(cluster=None, task=None, **extra_keys):
     return config
 
 
-def cluster_with(**jobs):
-    """CLUSTER with some jobs replaced; a job set to None is removed."""
+def cluster_with(**task_types):
+    """CLUSTER with some task types replaced; one set to None is removed."""
     cluster = dict(CLUSTER)
-    for job, addresses in jobs.items():
+    for task_type, addresses in task_types.items():
         if addresses is None:
-            del cluster[job]
+            del cluster[task_type]
         else:
-            cluster[job] = addresses
+            cluster[task_type] = addresses
     return cluster
 
 
@@ -66,19 +66,19 @@ BAD_INPUTS = [
     pytest.param(make(task={"index": 0}), ['"task" is missing "type"'], id="06-task-missing-type"),
     pytest.param(make(task={"type": "worker"}), ['"task" is missing "index"'], id="06-task-missing-index"),
     pytest.param(make(task="worker:0"), ['"task" must be an object'], id="06-task-not-object"),
-    # (7) unknown job name in the cluster, with a suggestion
+    # (7) unknown task type in the cluster, with a suggestion
     pytest.param(make(cluster_with(worker=None, workers=["localhost:2223"])),
-                 ["unknown job 'workers'", "Did you mean 'worker'?"], id="07-unknown-job"),
-    # (8) no "ps" job
-    pytest.param(make(cluster_with(ps=None)), ["no 'ps' job"], id="08-no-ps"),
-    # (9) no "worker" job
+                 ["unknown task type 'workers'", "Did you mean 'worker'?"], id="07-unknown-job"),
+    # (8) no "ps" task
+    pytest.param(make(cluster_with(ps=None)), ["no 'ps' task"], id="08-no-ps"),
+    # (9) no "worker" task
     pytest.param(make(cluster_with(worker=None), task={"type": "ps", "index": 0}),
-                 ["no 'worker' job"], id="09-no-worker"),
-    # (10) a job's addresses are not a non-empty list of strings
-    pytest.param(make(cluster_with(ps="localhost:2225")), ["job 'ps' must be a non-empty list"],
+                 ["no 'worker' task"], id="09-no-worker"),
+    # (10) a task type's addresses are not a non-empty list of strings
+    pytest.param(make(cluster_with(ps="localhost:2225")), ["task type 'ps' must have a non-empty list"],
                  id="10-addresses-string"),
-    pytest.param(make(cluster_with(ps=[])), ["job 'ps' must be a non-empty list"], id="10-addresses-empty"),
-    pytest.param(make(cluster_with(ps=[2225])), ["job 'ps' must be a non-empty list"],
+    pytest.param(make(cluster_with(ps=[])), ["task type 'ps' must have a non-empty list"], id="10-addresses-empty"),
+    pytest.param(make(cluster_with(ps=[2225])), ["task type 'ps' must have a non-empty list"],
                  id="10-address-number"),
     # (11) address not of the form host:port
     pytest.param(worker_address("localhost"), ["'localhost' is not of the form host:port"], id="11-no-port"),
@@ -147,7 +147,7 @@ BAD_INPUTS = [
     pytest.param(make(task={"type": "PS", "index": 0}), ["unknown task type 'PS'", "Did you mean 'ps'?"],
                  id="23-tfjob-replica-type-as-task-type"),
     pytest.param(make(cluster_with(worker=None, Worker=["localhost:2223"])),
-                 ["unknown job 'Worker'", "Did you mean 'worker'?"], id="23-tfjob-replica-type-as-job"),
+                 ["unknown task type 'Worker'", "Did you mean 'worker'?"], id="23-tfjob-replica-type-as-job"),
     # what a TFJob with enableDynamicWorker sets
     pytest.param({"sparseCluster": {"ps": ["pslab-ps-0.default.svc:2222"], "worker": {"0": "pslab-worker-0.default.svc:2222"}},
                   "task": WORKER_0}, ['"sparseCluster" instead of "cluster"', "Remove enableDynamicWorker"],
@@ -283,7 +283,7 @@ def test_explain_says_what_each_role_does(task_type, duty):
 
 
 def test_explain_rejects_a_bad_config():
-    with pytest.raises(TFConfigError, match="no 'ps' job"):
+    with pytest.raises(TFConfigError, match="no 'ps' task"):
         tfconfig.explain(make(cluster_with(ps=None)))
 
 
@@ -340,11 +340,11 @@ def test_parse_task(name, expected):
 
 
 @pytest.mark.parametrize("name, fragment", [
-    pytest.param("worker1", "not of the form job:index", id="no-colon"),
-    pytest.param("worker:-1", "not of the form job:index", id="negative-index"),
-    pytest.param("worker:", "not of the form job:index", id="no-index"),
-    pytest.param(("worker", 1), "not of the form job:index", id="not-a-string"),
-    pytest.param("gpu:0", "unknown job 'gpu'", id="unknown-job"),
+    pytest.param("worker1", "not of the form type:index", id="no-colon"),
+    pytest.param("worker:-1", "not of the form type:index", id="negative-index"),
+    pytest.param("worker:", "not of the form type:index", id="no-index"),
+    pytest.param(("worker", 1), "not of the form type:index", id="not-a-string"),
+    pytest.param("gpu:0", "unknown task type 'gpu'", id="unknown-job"),
     pytest.param("wroker:0", "Did you mean 'worker'?", id="typo"),
 ])
 def test_parse_task_rejects_bad_names(name, fragment):

@@ -5,6 +5,7 @@ import pytest
 import labkit
 from labkit import checks, models, progress, sharding, train
 from labkit.data import load_mnist
+from labkit.meter import Meter
 from labkit.runtime import loglines
 
 tf = pytest.importorskip("tensorflow")
@@ -100,11 +101,13 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
     assert int(optimizer.iterations.numpy()) == steps_per_closure
 
     reported = []
+    meter = Meter(counters={"steps": lambda: int(optimizer.iterations.numpy())})
     history = train.run(coordinator, train_steps, batches, num_steps=300, steps_per_closure=steps_per_closure,
                         metrics=[accuracy], log_every_steps=100, evaluate=lambda: {"seen": 1.0},
-                        on_progress=lambda progress: reported.append(progress.step[-1]))
-    assert int(optimizer.iterations.numpy()) == steps_per_closure + 300
-    assert history.step == [100, 200, 300]
+                        on_progress=lambda progress: reported.append(progress.step[-1]), warmup_closures=2, meter=meter)
+    assert int(optimizer.iterations.numpy()) == steps_per_closure + 2 * steps_per_closure + 300
+    assert history.step == [100, 200, 300], "the warm-up's steps are not counted"
+    assert meter.counts == {"steps": 300} and len(meter.seconds) == 3, "the warm-up is not metered"
     assert reported == [100, 200, 300], "on_progress is called once per interval"
     assert history.loss[-1] < history.loss[0] * 0.7
     assert history.metrics["accuracy"][-1] > 0.85

@@ -11,10 +11,10 @@ TensorFlow import.
 One module per concern:
 
 - ``stats``: median, quartiles, first value reaching a target
-- ``plan``: the points of a sweep, its settings and their checks
+- ``points``: the points the benchmark measures, its settings and their checks
 - ``workloads``: the models and their real data
-- ``metering``: timed intervals (wall time, CPU per task, PS bytes), the warm-up and timed loops
-- ``measure``: every point on its cluster beside its baseline, as result rows with ratios
+- ``measure``: every point on its cluster beside its baseline (a warm-up interval, then intervals timed by
+  ``labkit.meter.Meter``, with ``model.fit`` or ``labkit.train.run``), as result rows with ratios
 - ``files``, ``plots``: results as CSV/JSON, a text table, the figure
 - ``report``: a whole sweep saved, or run through notebook 08
 - ``costmodel``: steps/s predicted from costs measured on one worker, and the slowest resource
@@ -23,16 +23,16 @@ One module per concern:
 """
 from labkit.bench import costmodel
 from labkit.bench.files import format_table, load, machine, save
-from labkit.bench.metering import Meter, run_custom, run_fit
-from labkit.bench.plan import DEFAULTS, Point, base_point, check, interval_steps, plan
+from labkit.bench.points import DEFAULTS, Point, base_point, check, interval_steps, points
 from labkit.bench.plots import plot, plot_predictions
 from labkit.bench.report import NOTEBOOK, report, run_and_save
 from labkit.bench.startup import startup
 from labkit.bench.stats import spread
-from labkit.bench.measure import add_ratios, measure_on_cluster, measure_points, measure_single_process, result_row
+from labkit.bench.measure import (add_ratios, measure_on_cluster, measure_points, measure_single_process, result_row,
+                                  run_custom, run_fit)
 from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, workload
 
-__all__ = ["costmodel", "format_table", "load", "machine", "save", "Meter", "run_custom", "run_fit", "DEFAULTS", "Point",
-           "base_point", "check", "interval_steps", "plan", "plot", "plot_predictions", "NOTEBOOK", "report", "run_and_save",
+__all__ = ["costmodel", "format_table", "load", "machine", "save", "run_custom", "run_fit", "DEFAULTS", "Point",
+           "base_point", "check", "interval_steps", "points", "plot", "plot_predictions", "NOTEBOOK", "report", "run_and_save",
            "startup", "spread", "add_ratios", "measure_on_cluster", "measure_single_process",
            "result_row", "measure_points", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload", "workload"]

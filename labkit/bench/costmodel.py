@@ -134,7 +134,7 @@ def calibration(rows, model, batch_size):
            and r["batch_size"] == batch_size]
     if not one:
         raise ValueError(f"no one-worker custom-loop row of {model} at batch {batch_size}: the cost model "
-                         "is fitted on one worker; measure it (bench.plan adds those points).")
+                         "is fitted on one worker; measure it (bench.points adds those points).")
     fewest = min(r["ps"] for r in one)
     at_fewest = [r for r in one if r["ps"] == fewest]
     low = min(at_fewest, key=lambda r: r["steps_per_closure"])

@@ -17,7 +17,7 @@ from labkit.deploy import export, netns
 from labkit.runtime import processes
 from labkit.bench.files import machine
 from labkit.bench.costmodel import measure_costs, predict, relative_error
-from labkit.bench.plan import Point
+from labkit.bench.points import Point
 from labkit.bench.measure import measure_points
 
 CHIEF, PS = "10.231.1.1", "10.231.1.2"
@@ -33,10 +33,11 @@ def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out
     """On the chief: time the MLP's custom loop on the cluster of TF_CONFIG; write steps/s to ``out_path``."""
     import tensorflow as tf
 
-    from labkit.bench.metering import Meter, run_custom
-    from labkit.bench.plan import interval_steps
+    from labkit.bench.measure import run_custom
+    from labkit.bench.points import interval_steps
     from labkit.bench.stats import spread
     from labkit.bench.workloads import Data, workload
+    from labkit.meter import Meter
 
     strategy = tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)

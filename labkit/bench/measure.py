@@ -1,16 +1,59 @@
-"""A sweep: every point measured on its cluster, beside a single-process baseline, as result rows."""
+"""A sweep: every point measured on its cluster (a warm-up interval, then timed ones), beside a single-process
+baseline, as result rows."""
 import gc
 import itertools
 import os
 from dataclasses import asdict
 
 from labkit import traffic
-from labkit.bench.metering import Meter, run_custom, run_fit
-from labkit.bench.plan import interval_steps
+from labkit.bench.points import interval_steps
 from labkit.bench.stats import spread
 from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
+from labkit.meter import Meter
 from labkit.progress import ProgressLines
+
+
+def _interval_callback(meter, evaluate, accuracies):
+    """A Keras callback: epoch 0 is the warm-up; every later epoch is one timed interval."""
+    import tensorflow as tf
+
+    class Intervals(tf.keras.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch:
+                meter.begin()
+
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch:
+                meter.end()
+            accuracies.append(evaluate())
+    return Intervals()
+
+
+def run_fit(work, meter, steps, repeats, dataset):
+    """Warm-up epoch + ``repeats`` epochs of ``steps`` steps timed by ``meter``, with model.fit; test accuracy after each."""
+    accuracies = []
+    work.model.fit(dataset, epochs=repeats + 1, steps_per_epoch=steps, verbose=0,
+                   callbacks=[_interval_callback(meter, work.evaluate, accuracies)])
+    return accuracies
+
+
+def run_custom(work, meter, steps, repeats, steps_per_closure, strategy, coordinator):
+    """The same with labkit.train's packed closures: a warm-up interval, then ``repeats`` timed by ``meter``."""
+    from labkit import models, train
+
+    batches = train.per_worker_iterator(coordinator, work.dataset_fn)
+    train_steps = train.make_train_steps(strategy, work.model, work.model.optimizer, models.mean_cross_entropy,
+                                         steps_per_closure, work.metrics)
+
+    def evaluate():
+        return {"accuracy": work.evaluate()}
+
+    warm_up = train.run(coordinator, train_steps, batches, steps, steps_per_closure, log_every_steps=steps,
+                        evaluate=evaluate, description=None)  # tracing, datasets, first pulls: not metered
+    timed = train.run(coordinator, train_steps, batches, repeats * steps, steps_per_closure, log_every_steps=steps,
+                      evaluate=evaluate, description=None, meter=meter)
+    return warm_up.accuracy + timed.accuracy
 
 
 def result_row(point, work, meter, steps, accuracies, target_accuracy):

@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from labkit.bench.files import format_table, save
-from labkit.bench.plan import DEFAULTS, base_point, check
+from labkit.bench.points import DEFAULTS, base_point, check
 from labkit.bench.plots import plot
 from labkit.bench.measure import measure_points
 

@@ -24,11 +24,11 @@ from labkit.runtime import children, loglines, processes, tfconfig
 DEFAULT_CHIEF_COMMAND = 'python -m labkit.deploy.coordinator --checkpoint-dir "$PWD/checkpoints" --data-dir "$PWD/data"'
 CLUSTER_FILE_EXAMPLE = "chief: [10.0.0.9:2222]\nps: [10.0.0.1:2222]\nworker: [10.0.0.2:2222, 10.0.0.3:2222]"
 LOG_NAME = "task.log"  # each started task's output, in its directory, new at each start
-JOB_ORDER = ("ps", "worker", "chief")  # servers first: the chief connects to all of them
+START_ORDER = ("ps", "worker", "chief")  # servers first: the chief connects to all of them
 
 
 def load_cluster(path) -> dict:
-    """Read a cluster from a YAML or JSON file: job -> list of "host:port" (a whole TF_CONFIG works too)."""
+    """Read a cluster from a YAML or JSON file: task type -> list of "host:port" (a whole TF_CONFIG works too)."""
     try:
         cluster = yaml.safe_load(Path(path).read_text())
     except OSError as error:
@@ -110,9 +110,9 @@ def exported_tasks(out_dir) -> list[tuple[str, str, Path]]:
     found = []
     for config_path in Path(out_dir).glob("*/*/tf_config.json"):
         task = json.loads(config_path.read_text())["task"]
-        found.append((JOB_ORDER.index(task["type"]), task["index"], config_path.parent))
-    return [(f"{JOB_ORDER[job]}:{index}", directory.parent.name, directory)
-            for job, index, directory in sorted(found)]
+        found.append((START_ORDER.index(task["type"]), task["index"], config_path.parent))
+    return [(f"{START_ORDER[order]}:{index}", directory.parent.name, directory)
+            for order, index, directory in sorted(found)]
 
 
 def start_task(directory, netns=None):

@@ -1,6 +1,6 @@
 """One task of a parameter-server cluster: ``python -m labkit.runtime.server``.
 
-Exactly what runs on each real machine: the process reads its role from the
+Exactly what runs on each real machine: the process reads its task type and index from the
 TF_CONFIG environment variable, starts a TensorFlow gRPC server and serves
 until it is stopped. Parameter servers hold variables; workers run the
 functions the coordinator schedules. Neither runs any training code itself.
@@ -15,7 +15,7 @@ import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
 from labkit.runtime import loglines, processes, tfconfig
 from labkit.runtime.children import exit_with_parent_if_started_by_one
 
-SERVING_ROLES = ("ps", "worker")
+SERVING_TASK_TYPES = ("ps", "worker")
 
 
 def main():
@@ -28,9 +28,9 @@ def main():
     except tfconfig.TFConfigError as error:
         sys.exit(f"labkit.runtime.server: bad TF_CONFIG: {error}")
     task_type, task_index = config["task"]["type"], config["task"]["index"]
-    if task_type not in SERVING_ROLES:
+    if task_type not in SERVING_TASK_TYPES:
         sys.exit(f"labkit.runtime.server: task type {task_type!r} does not run a server here. Only "
-                 f"{' and '.join(SERVING_ROLES)} tasks do; the chief runs your training "
+                 f"{' and '.join(SERVING_TASK_TYPES)} tasks do; the chief runs your training "
                  "program and the evaluator runs an evaluation loop.")
 
     import tensorflow as tf

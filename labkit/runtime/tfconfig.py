@@ -1,10 +1,11 @@
 """Build, check and explain TF_CONFIG, the cluster description TensorFlow reads.
 
 Every process of a cluster gets a JSON string in the TF_CONFIG environment variable.
-Its "cluster" part is the same everywhere (job name -> list of "host:port" addresses);
-its "task" part says which job and index this one process is, e.g. worker 1.
+Its "cluster" part is the same everywhere (task type -> list of "host:port" addresses);
+its "task" part says which type and index this one process is, e.g. worker 1.
+(TensorFlow's device names call a task type a "job": ``/job:ps/task:0``. This kit says task type.)
 What the Kubeflow Training Operator sets in a TFJob's Pods passes the same checks: lower-case
-task types, addresses ``<job>-<type>-<index>.<namespace>.svc:<port>`` and "environment": "cloud".
+task types, addresses ``<tfjob-name>-<type>-<index>.<namespace>.svc:<port>`` and "environment": "cloud".
 """
 
 import difflib
@@ -13,10 +14,10 @@ import json
 import re
 import shlex
 
-CLUSTER_JOBS = ("chief", "worker", "ps")
-TASK_TYPES = CLUSTER_JOBS + ("evaluator",)
+CLUSTER_TASK_TYPES = ("chief", "worker", "ps")
+TASK_TYPES = CLUSTER_TASK_TYPES + ("evaluator",)
 TOP_LEVEL_KEYS = ("cluster", "task", "rpc_layer", "environment")
-ROLES = {
+WHAT_EACH_TASK_TYPE_DOES = {
     "chief": "the coordinator: it runs the training program and schedules functions on the workers",
     "worker": "a worker: it runs the functions the coordinator schedules, using variables on the ps tasks",
     "ps": "a parameter server: it stores the model variables and applies the updates workers send",
@@ -48,7 +49,7 @@ def build(cluster: dict[str, list[str]], task_type: str, task_index: int) -> dic
     """Return the TF_CONFIG dict for task `task_type:task_index` of `cluster`."""
     config = {"cluster": cluster, "task": {"type": task_type, "index": task_index}}
     validate(config)
-    return {"cluster": {job: list(addresses) for job, addresses in cluster.items()},
+    return {"cluster": {type_: list(addresses) for type_, addresses in cluster.items()},
             "task": {"type": task_type, "index": task_index}}
 
 
@@ -90,33 +91,33 @@ def _parse(tf_config):
 
 def _check_cluster(cluster):
     if not isinstance(cluster, dict):
-        raise TFConfigError(f'"cluster" must be an object mapping job names to address lists, '
+        raise TFConfigError(f'"cluster" must be an object mapping task types to address lists, '
                             f"e.g. {EXAMPLE_CLUSTER}; got {cluster!r}.")
     if not cluster:
-        raise TFConfigError(f'"cluster" is empty. List the jobs and their addresses, e.g. {EXAMPLE_CLUSTER}.')
+        raise TFConfigError(f'"cluster" is empty. List the task types and their addresses, e.g. {EXAMPLE_CLUSTER}.')
     used_by = {}
-    for job, addresses in cluster.items():
-        if job == "evaluator":
+    for task_type, addresses in cluster.items():
+        if task_type == "evaluator":
             raise TFConfigError('the evaluator must not be listed in "cluster": it is not part of the '
                                 'cluster. Remove it here and give the evaluator process its own TF_CONFIG '
                                 'whose task type is "evaluator".')
-        if job not in CLUSTER_JOBS:
-            raise TFConfigError(f"unknown job {job!r} in \"cluster\".{did_you_mean(job, CLUSTER_JOBS)} "
-                                f"Job names are {', '.join(CLUSTER_JOBS)}.")
+        if task_type not in CLUSTER_TASK_TYPES:
+            raise TFConfigError(f"unknown task type {task_type!r} in \"cluster\".{did_you_mean(task_type, CLUSTER_TASK_TYPES)} "
+                                f"The task types in a cluster are {', '.join(CLUSTER_TASK_TYPES)}.")
         if not isinstance(addresses, list) or not addresses or not all(isinstance(a, str) for a in addresses):
-            raise TFConfigError(f'job {job!r} must be a non-empty list of "host:port" strings, '
+            raise TFConfigError(f'task type {task_type!r} must have a non-empty list of "host:port" strings, '
                                 f'e.g. ["localhost:2222"]; got {addresses!r}.')
         for index, address in enumerate(addresses):
             host, port = _split_address(address)
             key = (host.lower(), port)
             if key in used_by:
-                raise TFConfigError(f"address {address!r} is used by both {used_by[key]} and {job}:{index}. "
+                raise TFConfigError(f"address {address!r} is used by both {used_by[key]} and {task_type}:{index}. "
                                     "Every task needs its own host:port; give one of them another port.")
-            used_by[key] = f"{job}:{index}"
-    for job in ("ps", "worker"):
-        if job not in cluster:
-            raise TFConfigError(f"the cluster has no {job!r} job, but parameter-server training needs at "
-                                f'least one {job} task. Add e.g. "{job}": ["localhost:2230"] to "cluster".')
+            used_by[key] = f"{task_type}:{index}"
+    for task_type in ("ps", "worker"):
+        if task_type not in cluster:
+            raise TFConfigError(f"the cluster has no {task_type!r} task, but parameter-server training needs at "
+                                f'least one. Add e.g. "{task_type}": ["localhost:2230"] to "cluster".')
     if len(cluster.get("chief", [])) > 1:
         raise TFConfigError(f"the cluster lists {len(cluster['chief'])} chiefs, but there can be only one "
                             '(the coordinator). Keep one address under "chief" and move the others '
@@ -173,8 +174,8 @@ def _check_task(task, cluster):
     if task_type == "evaluator":
         return
     if task_type not in cluster:
-        raise TFConfigError(f"task type {task_type!r} does not appear in \"cluster\". Add a {task_type!r} "
-                            f"job to the cluster or use one of its jobs: {', '.join(cluster)}.")
+        raise TFConfigError(f"task type {task_type!r} does not appear in \"cluster\". Add {task_type!r} "
+                            f"tasks to the cluster or use one of its task types: {', '.join(cluster)}.")
     count = len(cluster[task_type])
     if index >= count:
         raise TFConfigError(f"task index {index} is out of range: the cluster has {count} {task_type!r} "
@@ -182,10 +183,10 @@ def _check_task(task, cluster):
 
 
 def _tasks(cluster):
-    """Yield (job, index, address) for every task in start order: ps, workers, then the chief."""
-    for job in ("ps", "worker", "chief"):
-        for index, address in enumerate(cluster.get(job, [])):
-            yield job, index, address
+    """Yield (task type, index, address) for every task in start order: ps, workers, then the chief."""
+    for task_type in ("ps", "worker", "chief"):
+        for index, address in enumerate(cluster.get(task_type, [])):
+            yield task_type, index, address
 
 
 def explain(tf_config: dict | str) -> str:
@@ -197,10 +198,10 @@ def explain(tf_config: dict | str) -> str:
         rows.append(("evaluator", task_index, "(not in the cluster)"))
     width = max(len(address) for _, _, address in rows)
     lines = [f"{'type':<10}{'index':<7}address"]
-    for job, index, address in rows:
-        marker = "  <- this process" if (job, index) == (task_type, task_index) else ""
-        lines.append(f"{job:<10}{index:<7}{address:<{width}}{marker}".rstrip())
-    lines.append(f"This process is {task_type}:{task_index}, {ROLES[task_type]}.")
+    for row_type, index, address in rows:
+        marker = "  <- this process" if (row_type, index) == (task_type, task_index) else ""
+        lines.append(f"{row_type:<10}{index:<7}{address:<{width}}{marker}".rstrip())
+    lines.append(f"This process is {task_type}:{task_index}, {WHAT_EACH_TASK_TYPE_DOES[task_type]}.")
     lines.append(SECURITY_WARNING)
     return "\n".join(lines)
 
@@ -208,17 +209,17 @@ def explain(tf_config: dict | str) -> str:
 def for_every_task(cluster: dict[str, list[str]]) -> dict[str, dict]:
     """Return the TF_CONFIG of every task in `cluster`, keyed like "worker:0"."""
     _check_cluster(cluster)
-    return {f"{job}:{index}": build(cluster, job, index) for job, index, _ in _tasks(cluster)}
+    return {f"{task_type}:{index}": build(cluster, task_type, index) for task_type, index, _ in _tasks(cluster)}
 
 
 def host_plan(cluster: dict[str, list[str]], chief_command: str = "python train.py") -> list[dict]:
     """List, for every task, the host and port it runs on and the shell command that starts it there."""
     plan = []
     for name, config in for_every_task(cluster).items():
-        job, index = parse_task(name)
-        host, port = _split_address(cluster[job][index])
+        task_type, index = parse_task(name)
+        host, port = _split_address(cluster[task_type][index])
         tf_config = json.dumps(config)
-        program = chief_command if job == "chief" else "python -m labkit.runtime.server"
+        program = chief_command if task_type == "chief" else "python -m labkit.runtime.server"
         plan.append({"task": name, "host": host, "port": port, "tf_config": tf_config,
                      "command": f"TF_CONFIG={shlex.quote(tf_config)} {program}"})
     return plan
@@ -240,9 +241,9 @@ def parse_task(name: str) -> tuple[str, int]:
     """Split a task name like "worker:1" into ("worker", 1)."""
     match = re.fullmatch(r"([a-z]+):([0-9]+)", name) if isinstance(name, str) else None
     if not match:
-        raise TFConfigError(f"task name {name!r} is not of the form job:index. Write it like 'worker:1'.")
-    job, index = match.group(1), int(match.group(2))
-    if job not in TASK_TYPES:
-        raise TFConfigError(f"unknown job {job!r} in task name {name!r}.{did_you_mean(job, TASK_TYPES)} "
-                            f"Job names are {', '.join(TASK_TYPES)}.")
-    return job, index
+        raise TFConfigError(f"task name {name!r} is not of the form type:index. Write it like 'worker:1'.")
+    task_type, index = match.group(1), int(match.group(2))
+    if task_type not in TASK_TYPES:
+        raise TFConfigError(f"unknown task type {task_type!r} in task name {name!r}.{did_you_mean(task_type, TASK_TYPES)} "
+                            f"Task types are {', '.join(TASK_TYPES)}.")
+    return task_type, index

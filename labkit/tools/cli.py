@@ -367,7 +367,7 @@ def add_export(commands):
                                 "--worker 10.0.0.2:2222 --worker 10.0.0.3:2222\n"
                                 "  labkit export --k8s --image registry.example.com/pslab:0.1 "
                                 "--cluster cluster.yaml --out k8s")
-    export_parser.add_argument("--cluster", metavar="FILE", help="YAML or JSON: job -> list of host:port")
+    export_parser.add_argument("--cluster", metavar="FILE", help="YAML or JSON: task type -> list of host:port")
     export_parser.add_argument("--chief", metavar="HOST:PORT", help="where the training program runs")
     export_parser.add_argument("--ps", metavar="HOST:PORT", action="append", default=[],
                                help="a parameter server (repeat for each)")
@@ -428,16 +428,28 @@ def add_data(commands):
 
 
 # ----- grade ------------------------------------------------------------------
-def add_grade(commands):
-    """``labkit grade``: run learners' exercise notebooks and write grades.csv and feedback (labkit/tools/grade.py)."""
-    from labkit.tools import grade
+def cmd_grade(args):
+    """Run submitted exercise notebooks, each in its own kernel and cluster, and grade them."""
+    from labkit.tools import grade  # here: nbformat's import costs seconds that other commands need not pay
 
-    summary = "Run submitted exercise notebooks, each in its own kernel and cluster, and grade them."
-    parser = commands.add_parser("grade", help=summary, description=summary,
-                                 epilog="example:\n  labkit grade submissions/ --out graded/ --jobs 2",
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    grade.add_arguments(parser)
-    parser.set_defaults(run=grade.run)
+    return grade.run(args)
+
+
+def add_grade(commands):
+    parser = add_command(commands, "grade", cmd_grade, "labkit grade submissions/ --out graded/ --jobs 2")
+    parser.add_argument("submissions", help="folder with one notebook file or one folder per learner")
+    parser.add_argument("--out", required=True, metavar="DIR", help="a new folder for grades.csv and the feedback")
+    parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default: %(default)s; "
+                                                            "each runs a kernel and a small cluster)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per notebook (default: %(default)s)")
+    parser.add_argument("--max-tasks", type=int, default=4,
+                        help="task processes allowed per cluster a notebook starts (default: %(default)s)")
+    parser.add_argument("--parameters", metavar="FILE",
+                        help="YAML: exercise (e.g. ex3) -> {parameter: value}, to grade at other settings "
+                             "than the exercises' defaults")
+    parser.add_argument("--reference", metavar="DIR",
+                        help="the exercise notebooks the submissions come from (default: the kit's exercises/)")
+    parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
 
 
 # In the order a learner meets them: check the machine, a first run, clusters by hand, the

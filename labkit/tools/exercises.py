@@ -22,8 +22,6 @@ import json
 import sys
 from pathlib import Path
 
-import nbformat
-
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = ["# YOUR CODE HERE", 'raise NotImplementedError("replace this line with your solution")']
 MARKDOWN_STUB = ["YOUR ANSWER HERE"]
@@ -71,6 +69,8 @@ def exercise_notebook(solution, name="the notebook"):
 
 def render(solutions_dir):
     """{file name: exercise notebook text} for every notebook in ``solutions_dir``."""
+    import nbformat  # here, not at the top: its import costs every `labkit` command seconds (jsonschema's)
+
     paths = sorted(Path(solutions_dir).glob("*.ipynb"))
     if not paths:
         raise FileNotFoundError(f"no notebooks in {solutions_dir}: run this from the PS Lab checkout "

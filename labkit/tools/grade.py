@@ -499,23 +499,7 @@ def _write_feedback(path, row, exercise, outcomes, written, cell_errors=()):
     path.write_text("\n".join(lines))
 
 
-# ----- the command ----------------------------------------------------------------------------
-def add_arguments(parser):
-    parser.add_argument("submissions", help="folder with one notebook file or one folder per learner")
-    parser.add_argument("--out", required=True, metavar="DIR", help="a new folder for grades.csv and the feedback")
-    parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default: %(default)s; "
-                                                            "each runs a kernel and a small cluster)")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per notebook (default: %(default)s)")
-    parser.add_argument("--max-tasks", type=int, default=4,
-                        help="task processes allowed per cluster a notebook starts (default: %(default)s)")
-    parser.add_argument("--parameters", metavar="FILE",
-                        help="YAML: exercise (e.g. ex3) -> {parameter: value}, to grade at other settings "
-                             "than the exercises' defaults")
-    parser.add_argument("--reference", default=str(DEFAULT_REFERENCE), metavar="DIR",
-                        help="the exercise notebooks the submissions come from (default: the kit's exercises/)")
-    parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
-
-
+# ----- the command (its options: labkit/tools/cli.py's add_grade) -----------------------------
 def run(args):
     parameters = {}
     if args.parameters:
@@ -526,8 +510,8 @@ def run(args):
         if not isinstance(parameters, dict) or not all(isinstance(v, dict) for v in parameters.values()):
             raise ValueError(f"--parameters {args.parameters} must map each exercise (e.g. ex3) to "
                              "{parameter: value}.")
-    rows = grade(args.submissions, args.out, args.reference, args.jobs, args.timeout, args.max_tasks,
-                 parameters, args.kernel)
+    rows = grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, args.timeout,
+                 args.max_tasks, parameters, args.kernel)
     return rows
 
 

@@ -1,4 +1,4 @@
-"""What a sweep measures: its points, the base point, its settings and their checks."""
+"""What the benchmark measures: its points, the base point, its settings and their checks."""
 import itertools
 import math
 import os
@@ -29,8 +29,8 @@ def _check_counts(name, values, flag, minimum=1, example="1 2 4"):
                          f"Give e.g. {flag} {example}.")
 
 
-def plan(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
-    """The points of a sweep: a curve over workers x steps per closure, every other axis varied around a base point.
+def points(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
+    """The points the benchmark measures: a curve over workers x steps per closure, every other axis varied around a base point.
 
     The base point uses the first model, PS count and batch size, and the worker count
     closest to the number of cores. At the base: every model x PS count x steps per closure, model.fit
@@ -49,17 +49,17 @@ def plan(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
                          f"e.g. --models mlp lm.")
     base_workers, num_ps, batch = base_point(workers, ps, batch_sizes, cores)
     model = models[0]
-    points = [Point(model, "custom", w, num_ps, k, batch) for w, k in itertools.product(workers, steps_per_closure)]
-    points += [Point(m, "custom", base_workers, p, k, batch) for m, p, k in itertools.product(models, ps, steps_per_closure)]
-    points += [Point(m, "fit", base_workers, num_ps, k, batch)
+    grid = [Point(model, "custom", w, num_ps, k, batch) for w, k in itertools.product(workers, steps_per_closure)]
+    grid += [Point(m, "custom", base_workers, p, k, batch) for m, p, k in itertools.product(models, ps, steps_per_closure)]
+    grid += [Point(m, "fit", base_workers, num_ps, k, batch)
                for m, k in itertools.product(models, steps_per_closure) if m in MNIST_MODELS]
-    points += [Point(model, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, steps_per_closure)]
+    grid += [Point(model, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, steps_per_closure)]
     # the cost model's inputs (labkit.bench.costmodel): each model on one worker, at the smallest and largest
     # packing with the fewest PS, and at the largest packing with the most PS
-    points += [Point(m, "custom", 1, p, k, batch) for m in models
+    grid += [Point(m, "custom", 1, p, k, batch) for m in models
                for p, k in ((min(ps), min(steps_per_closure)), (min(ps), max(steps_per_closure)), (max(ps), max(steps_per_closure)))]
-    baselines = [Point(p.model, "single-process", 0, 0, max(steps_per_closure), p.batch_size) for p in points]
-    return list(dict.fromkeys(baselines + points))  # in order, without repeats
+    baselines = [Point(p.model, "single-process", 0, 0, max(steps_per_closure), p.batch_size) for p in grid]
+    return list(dict.fromkeys(baselines + grid))  # in order, without repeats
 
 
 def base_point(workers, ps, batch_sizes, cores=None):
@@ -92,4 +92,4 @@ def check(settings):
     if not 0 < settings["target_accuracy"] <= 1:
         raise ValueError(f"target_accuracy must be in (0, 1], got {settings['target_accuracy']!r}; "
                          "e.g. --target-accuracy 0.85.")
-    return plan(*(settings[name] for name in ("workers", "ps", "steps_per_closure", "models", "batch_sizes")))
+    return points(*(settings[name] for name in ("workers", "ps", "steps_per_closure", "models", "batch_sizes")))
