@@ -24,7 +24,7 @@ Ways to inject and to bound staleness, all on the PS:
 - rules (``scale(tau)``, ``correct(...)``): plain async, alpha/max(1,tau), alpha/(1+tau),
   a staleness filter that drops updates above a bound, and DC-ASGD with a fixed or an
   adaptive lambda. A rule that keeps state on the PS has ``build(variables)``, called under
-  the strategy's scope.
+  the strategy's scope, and ``restart()``, which sets that state back to its start.
 
 A run whose weights are no longer finite has *diverged*: its accuracy is recorded as NaN
 (``argmax`` of NaN logits is class 0, which would read as the share of zeros in the test set).
@@ -107,6 +107,10 @@ class AdaptiveDelayCompensated(DelayCompensated):
     def build(self, variables):
         self.mean_squares = {v.ref(): tf.Variable(tf.zeros(v.shape), trainable=False) for v in variables}
 
+    def restart(self):
+        for mean_square in self.mean_squares.values():
+            mean_square.assign(tf.zeros_like(mean_square))
+
     def correct(self, gradient, parameters_now, parameters_read):
         mean_square = self.mean_squares[parameters_now.ref()]
         updated = mean_square.assign(self.momentum * mean_square + (1 - self.momentum) * gradient * gradient)
@@ -131,7 +135,7 @@ class StalenessSGD:
         if ssp_bound is not None and ssp_bound < 0:
             raise ValueError(f"ssp_bound must be >= 0 clocks (or None for no SSP), got {ssp_bound}")
         self.variables, self.rule, self.learning_rate = list(variables), rule, learning_rate
-        self.delay, self.random_delay, self.seed = delay, random_delay, seed
+        self.delay, self.random_delay = delay, random_delay
         self.ssp_bound, self.poll_ms = ssp_bound, poll_ms
         if hasattr(rule, "build"):
             rule.build(self.variables)
@@ -143,12 +147,27 @@ class StalenessSGD:
         self.clocks = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False)  # steps finished
         self.waited = tf.Variable(0.0, dtype=tf.float64, trainable=False)  # SSP: wall seconds waited, all workers
         self.timeouts = tf.Variable(0, **counter)   # SSP: waits that gave up
+        self.seed = tf.Variable(seed, **counter)    # the random delays' seed
         if delay:
             self.arrivals = tf.Variable(0, **counter)
             self.waiting_versions = tf.Variable(tf.fill([delay], tf.constant(-1, tf.int64)), trainable=False)
             self.waiting = [tf.Variable(tf.zeros([delay, *v.shape]), trainable=False) for v in self.variables]
             self.waiting_read = [tf.Variable(tf.zeros([delay, *v.shape]), trainable=False)
                                  for v in self.variables] if rule.needs_read_parameters else []
+
+    def restart(self, seed):
+        """Start again from no updates, as a new optimizer seeded ``seed`` would, keeping the same
+        variables: a step function traced for this optimizer runs on without tracing again."""
+        for state in (self.version, self.histogram, self.dropped, self.clocks, self.waited, self.timeouts):
+            state.assign(tf.zeros_like(state))
+        self.seed.assign(seed)
+        if self.delay:
+            self.arrivals.assign(0)
+            self.waiting_versions.assign(tf.fill([self.delay], tf.constant(-1, tf.int64)))
+            for waiting in self.waiting + self.waiting_read:
+                waiting.assign(tf.zeros_like(waiting))
+        if hasattr(self.rule, "restart"):
+            self.rule.restart()
 
     def begin_step(self, worker):
         """Wait if SSP says so, then read the version (before the parameters are read)."""
@@ -204,7 +223,7 @@ class StalenessSGD:
         """Store this gradient; take out the one in the slot it goes to (constant: the oldest)."""
         arrival = self.arrivals.assign_add(1) - 1
         if self.random_delay:
-            slot = tf.random.stateless_uniform([], tf.stack([tf.constant(self.seed, tf.int64), arrival]),
+            slot = tf.random.stateless_uniform([], tf.stack([self.seed.read_value(), arrival]),
                                                maxval=self.delay, dtype=tf.int64)
         else:
             slot = arrival % self.delay
@@ -307,21 +326,30 @@ def delay_name(delay, random_delay=False):
     return f"random, mean {delay}" if random_delay else f"{delay}"
 
 
-def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0,
-                num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64, slow_worker=None,
-                slow_ms=0, seed=0, random_delay=False, ssp_bound=None, max_wait_ms=2000,
-                optimizer_class=None, train_steps=None, curve_test_images=None, batches=None):
-    """Train the MNIST MLP with StalenessSGD on the cluster; evaluate every ``evaluate_every`` steps.
+def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0, seed=0,
+                **options):
+    """One run of ``train_mnist_over_seeds`` (the same options), seeded ``seed``."""
+    return train_mnist_over_seeds(strategy, coordinator, data, num_workers, [seed], rule, learning_rate, delay,
+                                  **options)[0]
 
-    The last evaluation uses the whole test set; with ``curve_test_images=N`` the earlier ones
-    (the curve) use its first N images, which costs less.
+
+def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule=Constant(), learning_rate=0.1,
+                           delay=0, num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64,
+                           slow_worker=None, slow_ms=0, random_delay=False, ssp_bound=None, max_wait_ms=2000,
+                           optimizer_class=None, train_steps=None, curve_test_images=None, batches=None):
+    """Train the MNIST MLP with StalenessSGD on the cluster once per seed; evaluate every ``evaluate_every`` steps.
+
+    A seed sets the initial weights and the random delays. The runs share one model, optimizer and
+    traced step function: each seed restarts them (``StalenessSGD.restart``) instead of building and
+    tracing again, which costs seconds per run. The last evaluation uses the whole test set; with
+    ``curve_test_images=N`` the earlier ones (the curve) use its first N images, which costs less.
 
     Worker ``slow_worker`` (an index) waits ``slow_ms`` for each batch, inside its
     read→update window: a slow input pipeline. ``optimizer_class`` (a StalenessSGD, or a
     subclass) and ``train_steps`` (``make_versioned_train_steps``, or a function like it) let a notebook
     run with its own definitions of the PS update and of the worker's step. ``batches``: a
     ``train.mnist_batches`` iterator to continue (its own ``slow_worker`` and ``slow_ms`` then apply);
-    default: a new one shuffled by ``seed``, which costs seconds.
+    default: a new one shuffled by the first seed, which costs seconds.
     """
     optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_versioned_train_steps
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
@@ -329,27 +357,33 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
                          f"and evaluate_every a multiple of steps_per_closure ({steps_per_closure})")
     if batches is not None and slow_worker is not None:
         raise ValueError("batches were built already: pass slow_worker and slow_ms to train.mnist_batches instead.")
-    tf.keras.utils.set_random_seed(seed)
+    tf.keras.utils.set_random_seed(seeds[0])
     with strategy.scope():
         model = models.mnist_mlp()
         optimizer = optimizer_class(model.trainable_variables, rule, learning_rate, delay, num_workers,
-                                 random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seed)
+                                 random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seeds[0])
     if batches is None:
-        batches = train.mnist_batches(coordinator, data, batch_size, seed, slow_worker=slow_worker, slow_ms=slow_ms)
+        batches = train.mnist_batches(coordinator, data, batch_size, seeds[0], slow_worker=slow_worker, slow_ms=slow_ms)
+    steps = train_steps(strategy, model, optimizer, steps_per_closure)
+    runs = []
+    for seed in seeds:
+        if runs:  # the weights a new model seeded `seed` would start from, and a new optimizer's state
+            tf.keras.utils.set_random_seed(seed)
+            model.set_weights(models.mnist_mlp().get_weights())
+            optimizer.restart(seed)
+        evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
 
-    evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
+        def evaluate():
+            images = None if next(evaluations) == 1 else curve_test_images
+            finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)
+            accuracy = models.accuracy(model, data.x_test[:images], data.y_test[:images]) if finite else math.nan
+            return {"updates": int(optimizer.version.numpy()), "accuracy": accuracy}
 
-    def evaluate():
-        images = None if next(evaluations) == 1 else curve_test_images
-        finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)
-        accuracy = models.accuracy(model, data.x_test[:images], data.y_test[:images]) if finite else math.nan
-        return {"updates": int(optimizer.version.numpy()), "accuracy": accuracy}
-
-    run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed)
-    train.run(coordinator, train_steps(strategy, model, optimizer, steps_per_closure), batches,
-              num_steps, steps_per_closure, log_every_steps=evaluate_every, evaluate=evaluate,
-              description=f"{rule.name}, delay {run.delay}, seed {seed}", history=run)
-    run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
-    run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
-    run.waited_seconds = float(optimizer.waited.numpy())
-    return run
+        run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed)
+        train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
+                  evaluate=evaluate, description=f"{rule.name}, delay {run.delay}, seed {seed}", history=run)
+        run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
+        run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
+        run.waited_seconds = float(optimizer.waited.numpy())
+        runs.append(run)
+    return runs

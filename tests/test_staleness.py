@@ -111,6 +111,27 @@ def test_adaptive_dc_asgd_divides_lambda_by_the_root_mean_square_of_the_gradient
     np.testing.assert_allclose(variable.numpy(), [1.0 - (2.0 + 2.0 / np.sqrt(mean_square) * 2.0 * 2.0 * 1.0)], rtol=1e-5)
 
 
+def test_a_restarted_optimizer_runs_as_a_new_one_with_that_seed_through_one_traced_step():
+    """Seeds share one optimizer and traced step: restart must leave no trace of the run before."""
+    def trajectory(variable, optimizer, step):
+        return [float(step(tf.constant([float(i % 3 + 1)]))) for i in range(30)], variable.numpy().tolist()
+
+    def make(seed):
+        variable, optimizer = sgd(staleness.AdaptiveDelayCompensated(0.5), delay=4, learning_rate=0.1,
+                                  random_delay=True, seed=seed)
+        step = tf.function(lambda g: optimizer.apply([g], optimizer.begin_step(0), 0, optimizer.read_parameters()))
+        return variable, optimizer, step
+
+    fresh = trajectory(*make(seed=7))
+    variable, optimizer, step = make(seed=3)
+    trajectory(variable, optimizer, step)
+    variable.assign([0.0])
+    optimizer.restart(7)
+    assert trajectory(variable, optimizer, step) == fresh
+    assert step.experimental_get_tracing_count() == 1
+    assert optimizer.staleness_counts().sum() == 30 - 4 and int(optimizer.dropped.numpy()) == 0
+
+
 def test_ssp_makes_a_worker_too_far_ahead_wait_and_gives_up_after_the_timeout():
     variable, optimizer = sgd(num_workers=2, ssp_bound=1, max_wait_ms=40, poll_ms=2)
     for _ in range(2):  # worker 0 finishes 2 steps, worker 1 none: worker 0 is 2 clocks ahead
