@@ -31,7 +31,7 @@ import tensorflow as tf
 from labkit import models, sharding, traffic, train
 from labkit.runtime import children, processes
 from labkit.cluster import HOST, pick_port
-from labkit.data import current_worker_index, load_mnist, mnist_dataset_fn, power_law_ids, slowed
+from labkit.data import load_mnist, mnist_dataset_fn, power_law_ids, with_slowed_worker
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
 
@@ -114,16 +114,15 @@ class Setup:
 
     def dataset_fn(self, data=None, slow_worker=None):
         """A ``dataset_fn`` for either strategy: each worker its own stream; ``slow_worker`` paused per batch."""
-        mnist_batches = mnist_dataset_fn(data, self.batch_size, self.seed) if self.model == "mlp" else None
+        if self.model == "mlp":
+            batches = mnist_dataset_fn(data, self.batch_size, self.seed)
+        else:
+            def batches(input_context=None):
+                return power_law_ids(self.rows, self.ids_per_example, self.batch_size, self.seed, input_context)
+        batches = with_slowed_worker(batches, slow_worker, self.slow_ms)
 
         def dataset_fn(input_context=None):
-            if mnist_batches:
-                dataset = mnist_batches(input_context)
-            else:
-                dataset = power_law_ids(self.rows, self.ids_per_example, self.batch_size, self.seed, input_context)
-            if slow_worker is not None and current_worker_index(input_context) == slow_worker:
-                dataset = slowed(dataset, self.slow_ms)
-            return dataset.repeat()  # of INFINITE cardinality: see the module's docstring
+            return batches(input_context).repeat()  # of INFINITE cardinality: see the module's docstring
         return dataset_fn
 
 
