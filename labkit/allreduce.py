@@ -105,10 +105,7 @@ class Setup:
     def restart(self, model, optimizer, seed):
         """Set the MLP ``model`` to the initial weights a new MLP gets with seed ``seed``, and its Adam
         ``optimizer`` back to its start (step count and moments zero)."""
-        tf.keras.utils.set_random_seed(seed)
-        for layer, new_layer in zip(model.layers, models.mnist_mlp().layers):  # Dense layers
-            layer.kernel.assign(new_layer.kernel)  # under PS a kernel may be split over the servers
-            layer.bias.assign(new_layer.bias)
+        models.restart_mnist_mlp(model, seed)
         for variable in optimizer.variables():
             variable.assign(tf.zeros_like(variable))
 

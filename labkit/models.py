@@ -26,6 +26,18 @@ def mnist_mlp(hidden_units=128, learning_rate=1e-3, steps_per_execution=1):
     return model
 
 
+def restart_mnist_mlp(model, seed):
+    """Set an ``mnist_mlp`` to the initial weights a new one built with seed ``seed`` starts from.
+
+    Layer by layer (``assign``), so it also works where a kernel is split over parameter servers
+    (a ShardedVariable takes the whole value).
+    """
+    tf.keras.utils.set_random_seed(seed)
+    for layer, initial in zip(model.layers, mnist_mlp().layers):  # its Dense layers
+        layer.kernel.assign(initial.kernel)
+        layer.bias.assign(initial.bias)
+
+
 def item_embedding_classifier(rows, dim=16, ids_per_example=8):
     """A recommendation-style model: a large embedding table (``rows`` x ``dim``) and a small head.
 

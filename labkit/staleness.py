@@ -368,8 +368,7 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
     runs = []
     for seed in seeds:
         if runs:  # the weights a new model seeded `seed` would start from, and a new optimizer's state
-            tf.keras.utils.set_random_seed(seed)
-            model.set_weights(models.mnist_mlp().get_weights())
+            models.restart_mnist_mlp(model, seed)
             optimizer.restart(seed)
         evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
 
