@@ -81,7 +81,7 @@ bench-report: install ## the speed sweep through notebook 08: labkit bench --rep
 bench-startup: install ## cluster start-up against a bare TensorFlow import: labkit bench startup
 	$(PY) -m labkit.tools.cli bench startup
 
-measurements: install ## run every notebook, solution and benchmark; write docs/measurements.md (resumable)
+measurements: install ## run the tests, every notebook, solution and benchmark; write docs/measurements.md (resumable)
 	$(PY) scripts/measurements.py
 
 docs: install ## regenerate docs/cli.md from the labkit command's parser

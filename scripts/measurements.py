@@ -5,6 +5,7 @@
     python scripts/measurements.py --only startup 06 ex2  # measure these (again), nothing else, then write
 
 It runs, one after the other, each into its own folder of runs/measurements/:
+``make test-fast`` and ``make test`` (as CI runs them: each tier's test time, tests/tier_times.py);
 ``labkit bench startup``; every notebook and every exercise solution at its defaults
 (``labkit sweep`` without -p: wall time, peak memory, the results it records); and
 ``labkit bench --report`` (notebook 08 over the full speed sweep). It is resumable: an item
@@ -31,6 +32,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # tier_times: the tiers and the files it writes
 OUT = ROOT / "runs" / "measurements"
 PAGE = ROOT / "docs" / "measurements.md"
 PEAKS = ROOT / "labkit" / "tools" / "notebook_peaks.json"
@@ -46,9 +48,17 @@ VARIANTS = [
 ]
 
 
+# The MNIST source of the tests item: none set, as in CI (the tests pick theirs).
+AS_CI = "as-ci"
+# The pytest calls of `make test-fast` and `make test`, by the file tests/tier_times.py writes for each.
+TEST_CALLS = [("unit", "`make test-fast`"), ("not-reads", "`make test`, first call"),
+              ("reads", "`make test`, second call: the readers")]
+
+
 def items():
     """(name, folder, command, MNIST source or None) of every measurement, in the order they run."""
-    found = [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None)]
+    found = [("tests", OUT / "tests", ["make", "test-fast", "test"], AS_CI)]
+    found += [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None)]
     for directory in ("notebooks", "solutions"):
         for notebook in sorted((ROOT / directory).glob("*.ipynb")):
             folder = OUT / directory / notebook.stem
@@ -64,10 +74,17 @@ def items():
 
 def finished(name, folder):
     """True if the item ran to the end: its result file exists and says it succeeded."""
+    if name == "tests":
+        calls = [read_json(folder / f"{call}.json") for call, _ in TEST_CALLS]
+        return all(call and call["exit_status"] == 0 for call in calls)
     if name in ("startup", "bench-report"):
         return (folder / ("startup.json" if name == "startup" else "results.json")).exists()
     rows = read_csv(folder / "results.csv")
     return bool(rows) and all(row["status"] == "ok" for row in rows)
+
+
+def read_json(path):
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def read_csv(path):
@@ -81,7 +98,9 @@ def run(only, env):
     log_path = OUT / "log.json"
     log = json.loads(log_path.read_text()) if log_path.exists() else {}
     for name, folder, command, source in items():
-        item_env = dict(env, LABKIT_MNIST_SOURCE=source or env["LABKIT_MNIST_SOURCE"])
+        item_env = dict(env, LABKIT_MNIST_SOURCE=source or env["LABKIT_MNIST_SOURCE"], LABKIT_TEST_TIMES_DIR=str(folder))
+        if source == AS_CI:
+            del item_env["LABKIT_MNIST_SOURCE"]
         if only and not name.startswith(tuple(only)):
             continue
         if finished(name, folder) and not only:
@@ -91,7 +110,7 @@ def run(only, env):
         folder.parent.mkdir(parents=True, exist_ok=True)
         entry = {"started": now(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
                  "mnist_source": item_env["LABKIT_MNIST_SOURCE"]}
-        print(f"{name}: running {' '.join(command[2:])}", flush=True)
+        print(f"{name}: running {' '.join(command[2:] if command[0] == sys.executable else command)}", flush=True)
         began = time.monotonic()
         done = subprocess.run(command, env=item_env, cwd=ROOT)
         entry.update(ended=now(), seconds=round(time.monotonic() - began), returncode=done.returncode,
@@ -115,6 +134,7 @@ def page():
              "Timings depend on the machine and on what else runs on it: the load average (1 minute) at the start",
              "of each measurement is given beside it.", ""]
     lines += heading(log, startup) + [""]
+    lines += tests_section(log)
     lines += startup_section(startup, log)
     lines += notebooks_section("notebooks", "Notebooks at their learner defaults", log)
     lines += notebooks_section("solutions", "Exercise solutions at their defaults", log)
@@ -145,6 +165,48 @@ def heading(log, startup):
 def load_of(log, name):
     entry = log.get(name)
     return f"{entry['started']}, load {entry['load_average_before'][0]:.2f}" if entry else "not measured yet"
+
+
+def test_calls():
+    """{call: what tests/tier_times.py recorded} for make test-fast's and make test's calls, plus "make test":
+    make test's two calls added up. None if one is missing."""
+    calls = {call: read_json(OUT / "tests" / f"{call}.json") for call, _ in TEST_CALLS}
+    if not all(calls.values()):
+        return None
+    both = [calls["not-reads"], calls["reads"]]
+    tiers = {}
+    for call in both:
+        for tier, times in call["tiers"].items():
+            total = tiers.setdefault(tier, {"seconds": 0.0, "tests": 0})
+            total["seconds"] += times["seconds"]
+            total["tests"] += sum(times["tests"].values())
+    calls["make test"] = {"wall_seconds": sum(call["wall_seconds"] for call in both), "tiers": tiers}
+    return calls
+
+
+def tier_cell(times):
+    tests = times["tests"] if isinstance(times["tests"], int) else sum(times["tests"].values())
+    return f"{tests} tests, {minutes(times['seconds'])}"
+
+
+def tests_section(log):
+    """Each pytest call's wall time and its tiers' test time, from the files tests/tier_times.py wrote."""
+    from tier_times import TIERS
+
+    lines = ["## Tests (`make test-fast`, `make test`)", ""]
+    calls = test_calls()
+    if not calls:
+        return lines + ["Not measured yet.", ""]
+    lines += [f"As CI runs them ({load_of(log, 'tests')}). A tier's time is its tests' setup, call and teardown",
+              "seconds added up over the pytest-xdist workers, so with 2 workers a call's tiers add up to about",
+              "twice its wall time.", "",
+              "| pytest call | wall time | " + " | ".join(TIERS) + " |", "|---|---|" + "---|" * len(TIERS)]
+    for name, title in [*TEST_CALLS, ("make test", "`make test` in all")]:
+        call = calls[name]
+        cells = [tier_cell(call["tiers"][tier]) if tier in call["tiers"] else "" for tier in TIERS]
+        how = f" (`-m {call['marker_expression']}`, {call['workers']} workers)" if "workers" in call else ""
+        lines.append(f"| {title}{how} | {minutes(call['wall_seconds'])} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def startup_section(startup, log):
@@ -253,6 +315,29 @@ def first_line(seconds, pss_gb, uses_mnist):
             "(all its processes, PSS; [docs/measurements.md](../docs/measurements.md)).*")
 
 
+README = ROOT / "README.md"
+TEST_TIMES_LINE = re.compile(r"\*`make test` takes [^*]+\*")
+TIER_ROW = re.compile(r"^(\| `(\w+)` \|[^|]+\|)[^|\n]*\|$", re.MULTILINE)
+
+
+def write_test_times():
+    """The README's Tests section: the two commands' wall times and each tier's test time in `make test`."""
+    calls = test_calls()
+    if not calls:
+        return False
+    text = README.read_text()
+    new = TEST_TIMES_LINE.sub(test_times_line(calls), text)
+    tiers = calls["make test"]["tiers"]
+    new = TIER_ROW.sub(lambda row: f"{row.group(1)} {minutes(tiers.get(row.group(2), {'seconds': 0})['seconds'])} |", new)
+    README.write_text(new)
+    return new != text
+
+
+def test_times_line(calls):
+    return (f"*`make test` takes {minutes(calls['make test']['wall_seconds'])}; `make test-fast` "
+            f"{minutes(calls['unit']['wall_seconds'])}.*")
+
+
 def uses_mnist(notebook):
     return any("mnist" in cell.source.lower() for cell in notebook.cells if cell.cell_type == "code")
 
@@ -315,7 +400,7 @@ def main(argv=None):
     PAGE.write_text(page())
     log = json.loads((OUT / "log.json").read_text())
     PEAKS.write_text(json.dumps(peaks_table(log), indent=1) + "\n")
-    changed = write_first_lines()
+    changed = write_first_lines() + (["README.md's test times"] if write_test_times() else [])
     print(f"wrote {PAGE.relative_to(ROOT)}, {PEAKS.relative_to(ROOT)} and the first line of "
           f"{', '.join(changed) or 'no notebook (all agreed)'}")
 

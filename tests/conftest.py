@@ -20,6 +20,7 @@ import executed_notebooks  # noqa: E402
 from executed_notebooks import pytest_runtest_teardown  # noqa: E402, F401  (saves what nbval ran to runs/smoke/)
 from smoke_notebooks import SMOKE_DIR, prepare as prepare_smoke_notebooks  # noqa: E402
 from support import no_orphan_task_processes  # noqa: E402, F401  (an autouse fixture for every module)
+import tier_times  # noqa: E402
 
 # The slowest test files (minutes each in `make test`), started first.
 LONGEST_FIRST = ["test_grade.py", "06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_exercises.py",
@@ -27,9 +28,8 @@ LONGEST_FIRST = ["test_grade.py", "06_stale_gradients.ipynb", "07_fault_toleranc
                  "08_performance_analysis.ipynb", "10_ps_vs_allreduce.ipynb"]
 
 
-# The test tiers (pyproject.toml lists them; docs/contributing.md says what each costs). A test
-# without one of these markers is a unit test: no TensorFlow process, no kernel, no root.
-TIERS_BEYOND_UNIT = ("cluster", "notebook", "browser", "root")
+# A test without one of these tier markers is a unit test: no TensorFlow process, no kernel, no root.
+TIERS_BEYOND_UNIT = tier_times.TIERS[1:]
 
 
 def selects_tier(config, tier):
@@ -54,6 +54,7 @@ def pytest_configure(config):
 
     Under pytest-xdist only the controlling process writes them, before its workers collect.
     """
+    tier_times.register(config)
     config.runs_smoke_notebooks = collects(config, SMOKE_DIR) and selects_tier(config, "notebook")
     if config.runs_smoke_notebooks and "PYTEST_XDIST_WORKER" not in os.environ:
         prepare_smoke_notebooks()

@@ -33,6 +33,13 @@ def text_of(path):
     return path.read_text()
 
 
+def without_generated(text):
+    """A page without the lines scripts/measurements.py writes into it (the README's test times)."""
+    import measurements
+
+    return measurements.TIER_ROW.sub("", measurements.TEST_TIMES_LINE.sub("", text))
+
+
 def without_code(text):
     """Markdown without fenced code blocks (commands and example output quote what a program prints)."""
     return re.sub(r"```.*?```", "", text, flags=re.DOTALL)
@@ -49,7 +56,7 @@ def test_cli_reference_is_what_the_parser_generates():
 
 @pytest.mark.parametrize("page", NUMBER_PAGES, ids=lambda path: str(path.relative_to(ROOT)))
 def test_no_page_quotes_a_measured_number_outside_the_measurements_page(page):
-    assert matches(MEASURED, without_code(text_of(page))) == [], \
+    assert matches(MEASURED, without_generated(without_code(text_of(page)))) == [], \
         f"{page.name} states measured numbers: quote docs/measurements.md instead (link to it)"
 
 
@@ -104,6 +111,45 @@ def test_a_notebooks_first_line_states_what_measurements_md_measured(notebook):
     stated = measurements.FIRST_LINE.search(executable.cells[0].source)
     assert stated and stated.group(0) == measurements.first_line(*measured, measurements.uses_mnist(executable)), \
         f"{notebook.name}'s first cell disagrees with docs/measurements.md: run `scripts/measurements.py --write-only`"
+
+
+def test_the_readme_quotes_the_test_times_measurements_md_measured():
+    from tier_times import TIERS
+
+    page, readme = (ROOT / "docs" / "measurements.md").read_text(), (ROOT / "README.md").read_text()
+    in_all = re.search(r"^\| `make test` in all \| ([^|]+) \|(.*)\|$", page, re.MULTILINE)
+    fast = re.search(r"^\| `make test-fast` [^|]*\| ([^|]+) \|", page, re.MULTILINE)
+    if not (in_all and fast):
+        pytest.skip("docs/measurements.md has no test times yet: run `scripts/measurements.py --only tests`")
+    hint = "the README's test times disagree with docs/measurements.md: run `scripts/measurements.py --write-only`"
+    assert f"*`make test` takes {in_all[1].strip()}; `make test-fast` {fast[1].strip()}.*" in readme, hint
+    for tier, cell in zip(TIERS, in_all[2].split("|")):
+        seconds = cell.split(", ")[-1].strip() if cell.strip() else "0 s"
+        assert re.search(rf"^\| `{tier}` \|[^|]+\| {seconds} \|$", readme, re.MULTILINE), f"{tier}: {hint}"
+
+
+def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path, monkeypatch):
+    import json
+
+    import measurements
+
+    monkeypatch.setattr(measurements, "OUT", tmp_path)
+    (tmp_path / "tests").mkdir()
+    for call, wall, tiers in [("unit", 50.0, {"unit": [95.0, 548]}),
+                              ("not reads", 600.0, {"unit": [40.0, 548], "cluster": [500.0, 90], "notebook": [620.0, 200]}),
+                              ("reads", 70.0, {"notebook": [20.0, 30], "browser": [45.0, 9]})]:
+        (tmp_path / "tests" / f"{call.replace(' ', '-')}.json").write_text(json.dumps(
+            {"marker_expression": call, "workers": 2, "wall_seconds": wall, "exit_status": 0,
+             "tiers": {tier: {"seconds": seconds, "tests": {"passed": count}} for tier, (seconds, count) in tiers.items()}}))
+    assert measurements.finished("tests", tmp_path / "tests")
+    lines = measurements.tests_section({})
+    assert "| `make test` in all | 11.2 min | 548 tests, 40 s | 90 tests, 8.3 min | 230 tests, 10.7 min | 9 tests, 45 s |  |" \
+        in lines
+    readme = tmp_path / "README.md"
+    readme.write_text("*`make test` takes (not measured yet).*\n\n| `cluster` | start processes | |\n")
+    monkeypatch.setattr(measurements, "README", readme)
+    assert measurements.write_test_times()
+    assert readme.read_text() == "*`make test` takes 11.2 min; `make test-fast` 50 s.*\n\n| `cluster` | start processes | 8.3 min |\n"
 
 
 def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monkeypatch):

@@ -1,0 +1,51 @@
+"""How long each test tier took in a pytest call, for docs/measurements.md.
+
+With LABKIT_TEST_TIMES_DIR set, a pytest call sums each test's setup, call and teardown seconds by
+tier and writes them, with the call's wall time, to <that directory>/<marker expression>.json
+(``make test`` makes two calls, ``make test-fast`` one). `scripts/measurements.py --only tests`
+runs those targets with it set and turns the files into the page's table. Under pytest-xdist the
+controlling process writes the file: the workers' reports reach it.
+"""
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+DIRECTORY_VARIABLE = "LABKIT_TEST_TIMES_DIR"
+# The tiers (pyproject.toml lists them; tests/conftest.py marks a test without another one `unit`).
+TIERS = ("unit", "cluster", "notebook", "browser", "root")
+
+
+class TierTimes:
+    def __init__(self):
+        self.began = time.monotonic()
+        self.seconds, self.tests = {}, {}
+
+    def pytest_runtest_logreport(self, report):
+        tier = next((tier for tier in TIERS if tier in report.keywords), "unit")
+        self.seconds[tier] = self.seconds.get(tier, 0.0) + report.duration
+        if report.when == "call" or (report.when == "setup" and report.skipped):
+            self.tests.setdefault(tier, {}).setdefault(report.outcome, 0)
+            self.tests[tier][report.outcome] += 1
+
+    def pytest_sessionfinish(self, session):
+        directory = Path(os.environ[DIRECTORY_VARIABLE])
+        expression = session.config.option.markexpr or "all"
+        directory.mkdir(parents=True, exist_ok=True)
+        document = {
+            "marker_expression": expression,
+            "workers": getattr(session.config.option, "numprocesses", None) or 1,
+            "wall_seconds": round(time.monotonic() - self.began, 1),
+            "exit_status": int(session.exitstatus),
+            "tiers": {tier: {"seconds": round(self.seconds[tier], 1), "tests": self.tests.get(tier, {})}
+                      for tier in TIERS if tier in self.seconds},
+        }
+        name = re.sub(r"[^a-z0-9]+", "-", expression.lower()).strip("-")
+        (directory / f"{name}.json").write_text(json.dumps(document, indent=1) + "\n")
+
+
+def register(config):
+    """Record tier times in this call if asked to, unless it is a pytest-xdist worker (the controller records)."""
+    if os.environ.get(DIRECTORY_VARIABLE) and "PYTEST_XDIST_WORKER" not in os.environ:
+        config.pluginmanager.register(TierTimes(), "tier_times")
