@@ -1,6 +1,7 @@
-"""labkit.allreduce: a setup refuses bad settings clearly; a failing all-reduce worker leaves no process behind.
+"""labkit.allreduce: a setup refuses bad settings clearly; two real worker processes train MNIST in
+lockstep; a failing all-reduce worker leaves no process behind.
 
-The successful run (both strategies, both models) is notebook 10's smoke copy.
+Both strategies side by side, both models, are notebook 10's smoke copy.
 """
 import pytest
 
@@ -67,4 +68,18 @@ def test_a_failing_worker_stops_them_all_with_its_log(tmp_path, monkeypatch):
     setup = allreduce.Setup(intervals=1, batches_per_interval=20)
     with pytest.raises(allreduce.AllReduceError, match=r"exited with code 1(.|\n)*unknown MNIST source"):
         allreduce.run_all_reduce(setup, timeout=120, log_dir=tmp_path)
+    assert processes_running("labkit.allreduce") == []
+
+
+@pytest.mark.cluster
+def test_two_worker_processes_train_mnist_in_lockstep_and_every_batch_is_counted(tmp_path):
+    setup = allreduce.Setup(intervals=3, batches_per_interval=40, steps_per_closure=10, seed=1)
+    [run] = allreduce.run_all_reduce(setup, timeout=300, log_dir=tmp_path)
+    phase = run["seed 1"]
+    assert phase.step == [40, 80, 120], "each interval: 40 batches, summed over both workers"
+    assert phase.batches == 120, "the batches each worker's meter counted add up to all 120"
+    assert phase.cpu_seconds["workers"] > 0
+    assert len(set(run["held_bytes"])) == 1, "every worker holds a whole copy of the model and optimizer"
+    assert phase.evaluation["accuracy"][-1] > 0.75
+    assert phase.loss[-1] < phase.loss[0]
     assert processes_running("labkit.allreduce") == []
