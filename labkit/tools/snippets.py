@@ -46,8 +46,12 @@ class ProgramResult:
         return f"{ending} after {self.seconds:.1f} s\n{self.error}"
 
 
-def run_program(code, tf_config, keras=2, timeout=120.0):
-    """Run ``code`` with ``python -c`` under ``tf_config`` (a dict) and Keras ``keras`` (2 or 3)."""
+def run_program(code, tf_config, keras=2, timeout=300.0):
+    """Run ``code`` with ``python -c`` under ``tf_config`` (a dict) and Keras ``keras`` (2 or 3).
+
+    The ``timeout`` (seconds) is for a program that hangs; one that ends waits no longer than it runs.
+    Starting TensorFlow and Keras 3 took over 120 s on a 2-core machine at load 18.
+    """
     if keras not in (2, 3):
         raise ValueError(f"keras must be 2 or 3, got {keras!r}")
     env = dict(os.environ, TF_CONFIG=json.dumps(tf_config), TF_USE_LEGACY_KERAS="1" if keras == 2 else "0")
