@@ -1,6 +1,7 @@
-"""The five exercises: exercises/ is generated from solutions/ and in sync with it; every solution
-notebook passes its own checks with small parameters; every exercise notebook runs up to its first
-stub and fails there; and each exercise's checks reject at least one typical wrong answer."""
+"""The five exercises: exercises/ is generated from solutions/ and in sync with it; every exercise
+notebook runs up to its first stub and fails there; then, in the same kernel, as a learner who writes
+the answers goes on, the solution's cells pass their checks with small parameters; and each exercise's
+checks reject at least one typical wrong answer."""
 import copy
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,26 +178,22 @@ def smoke_copy(directory, name):
     return papermill.parameterize.parameterize_notebook(notebook, SMOKE_PARAMETERS[name], kernel_name="pslab")
 
 
-def run(notebook, cwd, wrong_answers=()):
-    """Run ``notebook`` cell by cell in one kernel until a cell fails.
+def run(client, cells, start=0, wrong_answers=()):
+    """Run ``cells[start:]`` one by one in ``client``'s kernel until a cell fails.
 
     Before a cell that a wrong answer targets, the wrong version of it runs, then the cells after
     it up to its check cell. Returns (index of the failing cell or None, its error, and for each
     wrong answer the index of the cell where it failed and the error).
     """
-    client = NotebookClient(notebook, kernel_name="pslab", timeout=CELL_TIMEOUT,
-                            resources={"metadata": {"path": str(cwd)}})
-    client.reset_execution_trackers()
     outcomes = {}
-    with client.setup_kernel():
-        for index, cell in enumerate(notebook.cells):
-            for wrong in wrong_answers:
-                if wrong.cell in cell.source:
-                    outcomes[wrong] = run_wrong_answer(client, notebook.cells, index, wrong)
-            try:
-                client.execute_cell(cell, index)
-            except CellExecutionError as error:
-                return index, error, outcomes
+    for index in range(start, len(cells)):
+        for wrong in wrong_answers:
+            if wrong.cell in cells[index].source:
+                outcomes[wrong] = run_wrong_answer(client, cells, index, wrong)
+        try:
+            client.execute_cell(cells[index], index)
+        except CellExecutionError as error:
+            return index, error, outcomes
     return None, None, outcomes
 
 
@@ -317,8 +314,25 @@ def test_solution_notebooks_follow_the_conventions(name):
 # ----- the notebooks, run ----------------------------------------------------------------
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", NAMES)
-def test_solution_passes_its_checks_and_the_checks_reject_wrong_answers(name, tmp_path):
-    failed_at, error, outcomes = run(smoke_copy(SOLUTIONS, name), tmp_path, WRONG_ANSWERS[name])
+def test_exercise_fails_at_its_first_stub_then_the_solution_passes_its_checks_and_rejects_wrong_answers(
+        name, tmp_path):
+    exercise, solution = smoke_copy(EXERCISES, name), smoke_copy(SOLUTIONS, name)
+    first_stub = next(index for index, cell in enumerate(exercise.cells)
+                      if cell.cell_type == "code" and exercises.CODE_STUB[1] in cell.source)
+    assert [cell.source for cell in exercise.cells[:first_stub]] == \
+        [cell.source for cell in solution.cells[:first_stub]], "the cells before the first stub differ"
+    # a copy for the client: nbclient puts every cell it ran into its notebook's cells
+    client = NotebookClient(copy.deepcopy(solution), kernel_name="pslab", timeout=CELL_TIMEOUT,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.reset_execution_trackers()
+    with client.setup_kernel():
+        failed_at, error, _ = run(client, exercise.cells)
+        assert error is not None, "the exercise notebook ran to the end: its stubs raise nothing"
+        assert error.ename == "NotImplementedError" and "replace this line" in error.evalue, \
+            f"cell {failed_at} failed, but not at a stub: {error}"
+        assert failed_at >= first_stub, f"cell {failed_at} raised NotImplementedError before the first stub"
+        # the learner writes the answers and goes on from the first stub, in the same kernel
+        failed_at, error, outcomes = run(client, solution.cells, first_stub, WRONG_ANSWERS[name])
     assert error is None, f"cell {failed_at} of {name} failed: {error}"
     assert len(outcomes) == len(WRONG_ANSWERS[name]), "a wrong answer's cell was not found"
     for wrong, (cells_before_check, wrong_error) in outcomes.items():
@@ -326,16 +340,3 @@ def test_solution_passes_its_checks_and_the_checks_reject_wrong_answers(name, tm
         assert wrong_error.ename in ("AssertionError", "CheckFailed") and wrong.hint in wrong_error.evalue, \
             wrong_error.evalue
     assert wait_until_gone(learner_servers()) == [], "exercise 1's server processes outlived its kernel"
-
-
-@pytest.mark.notebook
-@pytest.mark.parametrize("name", NAMES)
-def test_exercise_runs_until_its_first_stub_and_fails_there(name, tmp_path):
-    notebook = smoke_copy(EXERCISES, name)
-    first_stub = next(index for index, cell in enumerate(notebook.cells)
-                      if cell.cell_type == "code" and exercises.CODE_STUB[1] in cell.source)
-    failed_at, error, _ = run(notebook, tmp_path)
-    assert error is not None, "the exercise notebook ran to the end: its stubs raise nothing"
-    assert error.ename == "NotImplementedError" and "replace this line" in error.evalue, \
-        f"cell {failed_at} failed, but not at a stub: {error}"
-    assert failed_at >= first_stub, f"cell {failed_at} raised NotImplementedError before the first stub"
