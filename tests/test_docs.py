@@ -12,7 +12,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import cli_reference  # noqa: E402  (scripts, not a package)
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-NUMBER_PAGES = [page for page in PAGES if page.name != "measurements.md"]
+NUMBER_PAGES = [*(page for page in PAGES if page.name != "measurements.md"),
+                ROOT / "exercises" / "README.md", ROOT / "solutions" / "README.md"]
 HISTORY_FILES = [*PAGES, ROOT / "Makefile", ROOT / "exercises" / "README.md", ROOT / "solutions" / "README.md",
                  *sorted(ROOT.glob("notebooks/*.ipynb")), *sorted(ROOT.glob("exercises/*.ipynb")),
                  *sorted(ROOT.glob("solutions/*.ipynb"))]
