@@ -109,7 +109,7 @@ def run(only, env):
         shutil.rmtree(folder, ignore_errors=True)  # an interrupted or failed run starts afresh
         folder.parent.mkdir(parents=True, exist_ok=True)
         entry = {"started": now(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
-                 "mnist_source": item_env["LABKIT_MNIST_SOURCE"]}
+                 "mnist_source": item_env.get("LABKIT_MNIST_SOURCE", "none: each test picks its own, as in CI")}
         print(f"{name}: running {' '.join(command[2:] if command[0] == sys.executable else command)}", flush=True)
         began = time.monotonic()
         done = subprocess.run(command, env=item_env, cwd=ROOT)
@@ -151,7 +151,7 @@ def heading(log, startup):
     loads = [entry["load_average_before"][0] for entry in log.values()]
     starts, ends = sorted(entry["started"] for entry in log.values()), sorted(entry["ended"] for entry in log.values())
     versions = machine.get("versions", {})
-    sources = ", ".join(sorted({entry["mnist_source"] for entry in log.values()}))
+    sources = ", ".join(sorted({entry["mnist_source"] for name, entry in log.items() if name != "tests"}))
     return [f"- **Machine**: {machine.get('cores', '?')} cores, {machine.get('memory_gib', '?')} GiB, "
             f"{machine.get('platform', platform.platform())}; Python {versions.get('python', platform.python_version())}, "
             f"TensorFlow {versions.get('tensorflow', '?')}, labkit {versions.get('labkit', '?')}",
