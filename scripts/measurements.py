@@ -186,7 +186,7 @@ def test_calls():
 
 def tier_cell(times):
     tests = times["tests"] if isinstance(times["tests"], int) else sum(times["tests"].values())
-    return f"{tests} tests, {minutes(times['seconds'])}"
+    return f"{tests} test{'s' if tests != 1 else ''}, {minutes(times['seconds'])}"
 
 
 def tests_section(log):
@@ -204,7 +204,8 @@ def tests_section(log):
     for name, title in [*TEST_CALLS, ("make test", "`make test` in all")]:
         call = calls[name]
         cells = [tier_cell(call["tiers"][tier]) if tier in call["tiers"] else "" for tier in TIERS]
-        how = f" (`-m {call['marker_expression']}`, {call['workers']} workers)" if "workers" in call else ""
+        workers = "1 process" if call.get("workers") == 1 else f"{call.get('workers')} workers"
+        how = f" (`-m {call['marker_expression']}`, {workers})" if "workers" in call else ""
         lines.append(f"| {title}{how} | {minutes(call['wall_seconds'])} | " + " | ".join(cells) + " |")
     return lines + [""]
 
