@@ -55,10 +55,11 @@ lab: install ## install if needed, copy the notebooks into work/ (once) and open
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-# Two pytest workers, one test file at a time each; then the tests that read the notebooks' executed copies.
+# Two pytest workers, one test file at a time each; then the tests that read the notebooks' executed copies,
+# one test at a time each (the browser's three are most of their time).
 test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
 	$(PY) -m pytest -n 2 --dist loadfile -m "not reads"
-	$(PY) -m pytest -m reads
+	$(PY) -m pytest -n 2 --dist load -m reads
 
 test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
 	$(PY) -m pytest -m unit -n 2

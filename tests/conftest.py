@@ -23,7 +23,7 @@ from support import no_orphan_task_processes  # noqa: E402, F401  (an autouse fi
 import tier_times  # noqa: E402
 
 # The slowest test files (minutes each in `make test`), started first.
-LONGEST_FIRST = ["test_grade.py", "06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_exercises.py",
+LONGEST_FIRST = ["test_browser.py", "test_grade.py", "06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_exercises.py",
                  "04_mini_transformer_lm.ipynb", "02_strategy_and_mnist.ipynb", "05_gradient_compression.ipynb",
                  "08_performance_analysis.ipynb", "10_ps_vs_allreduce.ipynb"]
 

@@ -42,7 +42,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600),
 def lab(tmp_path):
     """JupyterLab serving a folder of notebooks, started as `make lab` starts it (token on).
 
-    Yields (folder, url_of): put notebooks in the folder; ``url_of(name)`` opens one.
+    Yields (folder, url_of): put notebooks in the folder; ``url_of(name)`` opens one, in a workspace of its own.
     """
     root = tmp_path / "root"
     root.mkdir()
@@ -67,7 +67,9 @@ def lab(tmp_path):
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
     try:
         token = wait_for_token(log_path, port, server)
-        yield root, lambda name: f"http://127.0.0.1:{port}/lab/tree/{name}?token={token}"
+        # Each notebook in a workspace of its own: the page shows that notebook alone.
+        yield root, lambda name: (f"http://127.0.0.1:{port}/lab/workspaces/{Path(name).stem}/tree/{name}"
+                                  f"?token={token}")
     finally:
         server.terminate()  # Jupyter shuts its kernels down; their cluster's tasks exit with them
         try:
@@ -138,17 +140,51 @@ def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, browser_page)
         run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot)
 
 
-@pytest.mark.parametrize("name", ["08_performance_analysis.ipynb", "06_stale_gradients.ipynb"])
 @pytest.mark.reads
-def test_executed_notebook_shows_its_figures_and_no_red(name, lab, browser_page):
+def test_the_site_shows_every_page_with_its_figures(browser_page, tmp_path):
+    """`make site` builds a book of the executed notebooks; every page loads, every figure is an image."""
+    pytest.importorskip("myst_nb", reason="make site needs the site extra: pip install -e '.[site]'")
+    executed_copy("00_welcome.ipynb")  # a notebook with a figure, executed in this pytest run
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    import build_site
+
+    site = tmp_path / "site"
+    build_site.build(site)
+    expected_figures = {path.stem: sum(bool(FIGURE_CALLS.search(cell.source)) for cell in
+                                       nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
+                        for path in map(build_site.executed, sorted(build_site.ROOT.glob("notebooks/*.ipynb"))) if path}
+    pages = sorted(path for path in site.rglob("*.html")
+                   if path.name not in ("genindex.html", "search.html") and "_static" not in path.parts)
+    page, screenshot = browser_page
+    with failure_screenshot(screenshot):
+        page.goto(site.joinpath("index.html").as_uri())
+        toc = page.locator("nav.bd-links a").evaluate_all("links => links.map(a => a.href)")
+        assert {f"notebooks/{stem}.html" for stem in expected_figures} <= {href.split("/site/")[-1] for href in toc}
+        for path in pages:
+            page.goto(path.as_uri())
+            expect(page.locator("article h1").first).to_be_visible()
+            images = page.locator("article img")
+            for index in range(images.count()):
+                images.nth(index).scroll_into_view_if_needed()
+                assert images.nth(index).evaluate("img => img.complete && img.naturalWidth > 0"), \
+                    f"{path.name}: image {index} did not load"
+            if path.stem in expected_figures:
+                assert images.count() >= expected_figures[path.stem], f"{path.name}: figures missing"
+        page.goto(site.joinpath("notebooks", "00_welcome.html").as_uri())
+        screenshot("site-00_welcome")
+
+
+@pytest.mark.reads
+def test_executed_notebooks_show_their_figures_and_no_red(lab, browser_page):
     root, url_of = lab
     page, screenshot = browser_page
-    executed = executed_copy(name)
-    shutil.copy(executed, root / name)
-    figure_cells = sum(bool(FIGURE_CALLS.search(cell.source))
-                       for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code")
-    with failure_screenshot(screenshot):
-        look_at_figures_and_stderr(page, url_of(name), Path(name).stem, figure_cells, screenshot)
+    for name in ["08_performance_analysis.ipynb", "06_stale_gradients.ipynb"]:
+        executed = executed_copy(name)
+        shutil.copy(executed, root / name)
+        figure_cells = sum(bool(FIGURE_CALLS.search(cell.source))
+                           for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code")
+        with failure_screenshot(screenshot):
+            look_at_figures_and_stderr(page, url_of(name), Path(name).stem, figure_cells, screenshot)
 
 
 def look_at_figures_and_stderr(page, url, stem, figure_cells, screenshot):
@@ -195,37 +231,3 @@ def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
     expect(worker.locator(".labkit-pid")).not_to_have_text(old_pid)
     assert is_running(int(worker.locator(".labkit-pid").inner_text()))
     screenshot("3-worker-restarted")
-
-
-@pytest.mark.reads
-def test_the_site_shows_every_page_with_its_figures(browser_page, tmp_path):
-    """`make site` builds a book of the executed notebooks; every page loads, every figure is an image."""
-    pytest.importorskip("myst_nb", reason="make site needs the site extra: pip install -e '.[site]'")
-    executed_copy("00_welcome.ipynb")  # a notebook with a figure, executed in this pytest run
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    import build_site
-
-    site = tmp_path / "site"
-    build_site.build(site)
-    expected_figures = {path.stem: sum(bool(FIGURE_CALLS.search(cell.source)) for cell in
-                                       nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
-                        for path in map(build_site.executed, sorted(build_site.ROOT.glob("notebooks/*.ipynb"))) if path}
-    pages = sorted(path for path in site.rglob("*.html")
-                   if path.name not in ("genindex.html", "search.html") and "_static" not in path.parts)
-    page, screenshot = browser_page
-    with failure_screenshot(screenshot):
-        page.goto(site.joinpath("index.html").as_uri())
-        toc = page.locator("nav.bd-links a").evaluate_all("links => links.map(a => a.href)")
-        assert {f"notebooks/{stem}.html" for stem in expected_figures} <= {href.split("/site/")[-1] for href in toc}
-        for path in pages:
-            page.goto(path.as_uri())
-            expect(page.locator("article h1").first).to_be_visible()
-            images = page.locator("article img")
-            for index in range(images.count()):
-                images.nth(index).scroll_into_view_if_needed()
-                assert images.nth(index).evaluate("img => img.complete && img.naturalWidth > 0"), \
-                    f"{path.name}: image {index} did not load"
-            if path.stem in expected_figures:
-                assert images.count() >= expected_figures[path.stem], f"{path.name}: figures missing"
-        page.goto(site.joinpath("notebooks", "00_welcome.html").as_uri())
-        screenshot("site-00_welcome")
