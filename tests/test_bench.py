@@ -1,4 +1,5 @@
-"""labkit.bench: statistics, the sweep plan, bad input, and a tiny real sweep through the CLI.
+"""labkit.bench: statistics, the sweep plan, bad input through the CLI, and the files of a tiny real sweep:
+the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read with `-m reads`).
 
 No test asserts a speed: timings are measurements (labkit bench prints ratios), not tests.
 """
@@ -9,12 +10,13 @@ import sys
 
 import pytest
 
+from executed_notebooks import executed_copy
 from labkit import bench
 from labkit.meter import Meter
+from smoke_notebooks import SMOKE_DIR, SMOKE_PARAMETERS
 
 LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
-TINY_GRID = ["--workers", "1", "--ps", "1", "--steps-per-closure", "1", "10", "--models", "mlp", "--batch-sizes", "64",
-             "--repeats", "2", "--min-steps", "20", "--target-accuracy", "0.5"]
+NOTEBOOK_08 = "08_performance_analysis.ipynb"
 
 
 def labkit(*args, timeout=600):
@@ -87,35 +89,37 @@ def test_report_checks_its_settings_before_running_the_notebook(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_sweep(tmp_path_factory):
-    out = tmp_path_factory.mktemp("bench")
-    done = labkit("bench", *TINY_GRID, "--out", str(out))
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, done.stdout
+def tiny_sweep():
+    """The out_dir of the sweep notebook 08's smoke run measured and saved (bench.measure_points, save, plot):
+    ``labkit bench`` runs the same functions, so the files are read here instead of sweeping a second time."""
+    executed_copy(NOTEBOOK_08)  # skips unless this pytest call executed notebook 08's smoke copy
+    return (SMOKE_DIR / SMOKE_PARAMETERS[NOTEBOOK_08]["out_dir"]).resolve(), SMOKE_PARAMETERS[NOTEBOOK_08]
 
 
-@pytest.mark.cluster
+@pytest.mark.notebook
+@pytest.mark.reads
 def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
-    out, printed = tiny_sweep
+    out, settings = tiny_sweep
     with open(out / "results.csv") as file:
         rows = list(csv.DictReader(file))
     document = json.loads((out / "results.json").read_text())
-    # 1 single-process baseline + custom loop and model.fit at steps_per_closure 1 and 10
-    assert sorted((r["loop"], int(r["steps_per_closure"])) for r in rows) == [
-        ("custom", 1), ("custom", 10), ("fit", 1), ("fit", 10), ("single-process", 10)]
+    # 1 single-process baseline + custom loop and model.fit at each packing, on one cluster shape
+    packings = settings["steps_per_closure"]
+    assert sorted((r["loop"], int(r["steps_per_closure"])) for r in rows) == sorted(
+        [("custom", k) for k in packings] + [("fit", k) for k in packings] + [("single-process", max(packings))])
     assert len(document["results"]) == len(rows)
     for row in rows:
         assert float(row["samples_per_s_median"]) > 0
         assert float(row["samples_per_s_q1"]) <= float(row["samples_per_s_median"]) <= float(row["samples_per_s_q3"])
         assert float(row["samples_per_s_median"]) == pytest.approx(64 * float(row["steps_per_s_median"]))
         assert float(row["ratio_to_single_process"]) > 0
-        assert int(row["intervals"]) == 2
+        assert int(row["intervals"]) == settings["repeats"]
         assert (int(row["beside_workers"]), int(row["beside_ps"])) == (1, 1), "all measured beside the one shape"
-    assert document["settings"]["steps_per_closure"] == [1, 10]
-    assert "single-process" in printed and "saved" in printed
+    assert document["settings"]["steps_per_closure"] == packings
 
 
-@pytest.mark.cluster
+@pytest.mark.notebook
+@pytest.mark.reads
 def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep):
     out, _ = tiny_sweep
     document = json.loads((out / "results.json").read_text())
@@ -132,7 +136,8 @@ def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep)
             assert 0.8 < row["measured_push_bytes_per_step"] / row["model_bytes"] < 1.5
 
 
-@pytest.mark.cluster
+@pytest.mark.notebook
+@pytest.mark.reads
 def test_tiny_sweep_plots_a_png(tiny_sweep):
     out, _ = tiny_sweep
     png = (out / "sweep.png").read_bytes()
