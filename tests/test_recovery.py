@@ -33,13 +33,13 @@ def test_a_killed_worker_and_a_killed_parameter_server_cost_no_training(tmp_path
 
     with labkit.LocalCluster(num_workers=2, num_ps=1, name="test-recovery") as cluster:
         report = recovery.train_with_recovery(
-            lambda: recovery.mnist_job(cluster.resolver(), data), 250, tmp_path, checkpoint_every=100,
+            lambda: recovery.mnist_job(cluster.resolver(), data), 200, tmp_path, checkpoint_every=100,
             restart=lambda: recovery.restart_dead_tasks(cluster), after_schedule=kill_worker_then_ps,
             evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})
         alive = {row["task"]: row["alive"] for row in cluster.status()}
 
     assert done == ["killed worker:1", "restarted worker:1", "killed ps:0"]
-    checks.one_recovery_per_failure(report, 1, 250)  # resumed from the checkpoint before the failure
+    checks.one_recovery_per_failure(report, 1, 200)  # resumed from the checkpoint before the failure
     [recovered] = report.recoveries
     assert recovered["resumed_from_step"] == report.step[0] >= 100, "the first checkpoint is the one restored"
     assert f"resumed from checkpoint at step {report.step[0]}" in str(report.timeline)

@@ -33,25 +33,33 @@ def main():
                  f"{' and '.join(SERVING_TASK_TYPES)} tasks do; the chief runs your training "
                  "program and the evaluator runs an evaluation loop.")
 
+    address = config["cluster"][task_type][task_index]
+    port = int(address.rpartition(":")[2])
+    if not processes.port_is_free(port):  # said at once, not after TensorFlow's seconds-long import
+        exit_port_taken(address, port)
+
     import tensorflow as tf
 
-    address = config["cluster"][task_type][task_index]
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     try:
         server = tf.distribute.Server(resolver.cluster_spec(), job_name=task_type,
                                       task_index=task_index, protocol="grpc", start=True)
     except tf.errors.UnknownError as error:
-        port = int(address.rpartition(":")[2])
-        if processes.port_is_free(port):  # not a port clash: fail with the error itself
+        if processes.port_is_free(port):  # not a port clash: fail with the error itself (exit code 1)
             raise
-        print(f"labkit.runtime.server: could not listen on {address}, port {port} is taken by another program: "
-              f"{error.message}", flush=True)
-        sys.exit(processes.EXIT_PORT_IN_USE)  # any other failure: exit code 1, the error in the log
+        exit_port_taken(address, port, f": {error.message}")  # taken since the check above
     # Started only now, so a parent that died during start-up is noticed at once here.
     exit_with_parent_if_started_by_one()
     print(f"labkit.runtime.server: {task_type}:{task_index} {loglines.SERVING} {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()
+
+
+def exit_port_taken(address, port, detail=""):
+    """Exit with the code that tells the starter to pick another port and try again."""
+    print(f"labkit.runtime.server: could not listen on {address}, port {port} is taken by another program{detail}",
+          flush=True)
+    sys.exit(processes.EXIT_PORT_IN_USE)
 
 
 if __name__ == "__main__":
