@@ -23,8 +23,8 @@ EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
 EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences beyond the spread",
               "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
-# seconds: a kernel and a 2-task cluster start within the first unless the machine is overloaded (50 s at load 12)
-HANG_TIMEOUTS = (30, 120)
+# seconds: the hung notebook's kernel and 2-task cluster were up after 13 s at load 1, 31 s at load 10, 50 s at load 12
+HANG_TIMEOUTS = (30, 90)
 
 
 def variant(directory, name, replacements=(), extra_cells=()):
