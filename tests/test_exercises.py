@@ -24,11 +24,11 @@ CELL_TIMEOUT = 300
 
 SMOKE_PARAMETERS = {
     "ex1_basic_cluster.ipynb": {"epochs": 2, "steps_per_epoch": 60, "target_accuracy": 0.75},
-    "ex2_gradient_compression.ipynb": {"num_workers": 1, "num_steps": 200, "max_accuracy_loss": 0.05},
-    "ex3_fault_tolerance.ipynb": {"num_workers": 1, "num_steps": 300, "checkpoint_every": 50, "kill_step": 130,
+    "ex2_gradient_compression.ipynb": {"num_workers": 1, "num_steps": 100, "max_accuracy_loss": 0.05},
+    "ex3_fault_tolerance.ipynb": {"num_workers": 1, "num_steps": 200, "checkpoint_every": 50, "kill_step": 80,
                                   "target_accuracy": 0.75},
     "ex4_performance_analysis.ipynb": {"worker_counts": [1, 2], "timed_steps": 100, "repeats": 2},
-    "ex5_staleness_checks.ipynb": {"num_steps": 100},
+    "ex5_staleness_checks.ipynb": {"num_steps": 60},
 }
 
 

@@ -2,6 +2,7 @@
 check cells; bad input gets a clear row or error; nothing a notebook starts outlives its grading."""
 import csv
 import hashlib
+import json
 import time
 
 import nbformat
@@ -9,15 +10,21 @@ import psutil
 import pytest
 
 from labkit.tools import cli, grade
+from support import is_running
 from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
 from test_exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
 
 pytestmark = pytest.mark.notebook
 
 EX1, EX2, EX5 = "ex1_basic_cluster.ipynb", "ex2_gradient_compression.ipynb", "ex5_staleness_checks.ipynb"
+EX4 = "ex4_performance_analysis.ipynb"
 EX1_CHECKS = ["TF_CONFIGs", "servers serving", "cluster trains", "processes stopped"]
 EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
+EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences beyond the spread",
+              "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
+# seconds: the hung notebook's kernel and 2-task cluster were up after 13 s at load 1, 31 s at load 10, 50 s at load 12
+HANG_TIMEOUTS = (30, 90)
 
 
 def variant(directory, name, replacements=(), extra_cells=()):
@@ -30,10 +37,15 @@ def variant(directory, name, replacements=(), extra_cells=()):
     return notebook
 
 
-def wrong(name, check):
-    """The solution with the typical wrong answer that ``check`` must reject."""
-    answer = next(answer for answer in WRONG_ANSWERS[name] if answer.check == check)
+def wrong(name, hint):
+    """The solution with the typical wrong answer whose rejection says ``hint``."""
+    answer = next(answer for answer in WRONG_ANSWERS[name] if answer.hint == hint)
     return variant(SOLUTIONS, name, [(answer.cell, lambda source: with_answer(source, answer.answer))])
+
+
+def solution_cell(name, text):
+    """The source of the solution's cell containing ``text``."""
+    return next(cell.source for cell in nbformat.read(SOLUTIONS / name, as_version=4).cells if text in cell.source)
 
 
 def submit(folder, notebooks):
@@ -49,12 +61,9 @@ def submit(folder, notebooks):
 
 
 def parameters_file(tmp_path):
-    """The smoke parameters, but ex5 on one worker: the ex5 runs graded here never reach a check that needs
-    a second worker's stale updates (each stops at a wrong answer or a broken cell first)."""
-    parameters = {name.split("_")[0]: dict(values) for name, values in SMOKE_PARAMETERS.items()}
-    parameters["ex5"]["num_workers"] = 1
+    """The smoke parameters of tests/test_exercises.py, as `labkit grade --parameters` reads them."""
     path = tmp_path / "parameters.yaml"
-    path.write_text("".join(f"{short}: {values!r}\n" for short, values in parameters.items()))
+    path.write_text("".join(f"{name.split('_')[0]}: {values!r}\n" for name, values in SMOKE_PARAMETERS.items()))
     return path
 
 
@@ -133,16 +142,20 @@ def test_a_cluster_over_the_task_limit_is_refused_before_any_process_starts(monk
 
 # ----- running the notebooks ---------------------------------------------------------------------
 def test_grading_a_class(tmp_path):
-    """One `labkit grade --jobs 2` over solutions, typical wrong answers, a blank exercise and broken ones."""
+    """One `labkit grade --jobs 2` over a solution, a typical wrong answer, a blank exercise and broken ones.
+    Only the solution starts TensorFlow tasks: the others show their grading paths without a cluster."""
     submissions = tmp_path / "submissions"
     before = submit(submissions, {
         "ada/": nbformat.read(SOLUTIONS / EX2, as_version=4),
-        "dee": wrong(EX5, "checks.used_own_filter("),
+        "dee": wrong(EX4, "scheduled nothing on the cluster"),  # made-up timings: no cluster
         "eve": nbformat.read(EXERCISES / EX1, as_version=4),  # blank; its cluster is all the learner's code
-        "fay": variant(SOLUTIONS, EX5, [  # a syntax error, and the check it breaks "passed" by hand
-            ("class StalenessFilter", lambda source: source.replace("return tf.cast(", "return tf.cast((", 1)),
-            ("checks.filter_rule(", 'checklist.passed("staleness filter")')],
-            extra_cells=['checklist.passed("staleness filter")']),
+        "fay": variant(EXERCISES, EX1, [  # 1.1 and half of 1.2 answered, with a syntax error; its check "passed" by hand
+            ("ports = [portpicker", solution_cell(EX1, "ports = [portpicker")),
+            ("server_script = work_dir", solution_cell(EX1, "server_script = work_dir")),
+            ('print("started:"', solution_cell(EX1, 'print("started:"').replace(
+                "in tf_configs.items():", "in tf_configs.items()", 1)),
+            ("checks.servers_serving(", 'checklist.passed("servers serving")')],
+            extra_cells=['checklist.passed("servers serving")']),
         "gus": variant(EXERCISES, EX5, [("cluster = labkit.LocalCluster(", lambda source: source.replace(
             "num_workers=num_workers", "num_workers=16"))]),
     })
@@ -156,11 +169,13 @@ def test_grading_a_class(tmp_path):
     assert len(rows) == 5 and "at most 4 are allowed" in rows["gus"]["detail"]
     assert checks_of(rows["ada"], "ex2") == dict.fromkeys(EX2_CHECKS, "passed")
     assert rows["ada"]["score"] == rows["ada"]["max_score"] == "2"
-    assert checks_of(rows["dee"], "ex5") == {**dict.fromkeys(EX5_CHECKS, "passed"), "stale updates dropped": "failed"}
-    assert rows["dee"]["score"] == "3" and "not your filter" in (out / "dee" / "feedback.md").read_text()
+    assert checks_of(rows["dee"], "ex4") == {**dict.fromkeys(EX4_CHECKS, "passed"), "timed on the cluster": "failed"}
+    assert rows["dee"]["score"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()
+    assert rows["dee"]["ex4: 4.5 · Explain the plot (written)"] == "answered"
     assert checks_of(rows["eve"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted") and rows["eve"]["score"] == "0"
-    assert checks_of(rows["fay"], "ex5")["staleness filter"] == "failed", "a hand-called passed() counted"
-    assert checks_of(rows["fay"], "ex5")["version counter"] == "passed"
+    assert checks_of(rows["fay"], "ex1") == {"TF_CONFIGs": "passed", "servers serving": "failed",
+                                             "cluster trains": "not attempted", "processes stopped": "not attempted"}, \
+        "a hand-called passed() counted, or the grading stopped at the syntax error"
     assert "SyntaxError" in (out / "fay" / "feedback.md").read_text()
     assert processes_of(out) == []
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in submissions.rglob("*") if path.is_file()}
@@ -168,15 +183,28 @@ def test_grading_a_class(tmp_path):
 
 
 def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
-    submissions = tmp_path / "submissions"
-    hang = ("import subprocess, time\n"
+    """The hung first cell starts a cluster and a child, writes their pids, and sleeps: at the timeout they
+    are all gone, with the kernel. A timeout that came before the cluster was up proves less: the
+    grading is then done again with the next, longer timeout."""
+    hang = ("import labkit, json, subprocess, time\n"
             "cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name='exercise-5')\n"
-            "subprocess.Popen(['sleep', '1000'])\n"
+            "sleeper = subprocess.Popen(['sleep', '1000'])\n"
+            "with open('started.json', 'w') as file:\n"
+            "    json.dump([sleeper.pid] + [task.pid for task in cluster.tasks], file)\n"
             "time.sleep(10 ** 6)")
-    submit(submissions, {"hangs": variant(EXERCISES, EX5, [("cluster = labkit.LocalCluster(", hang)])})
-    out = tmp_path / "graded"
-    cli.main(["grade", str(submissions), "--out", str(out), "--timeout", "30"])
-    row = read_grades(out)["hangs"]
-    print(row["detail"])
-    assert row["status"] == "timeout" and "still running after 30 s" in row["detail"]
-    assert processes_of(out) == []
+    submit(tmp_path / "submissions", {"hangs": variant(EXERCISES, EX5, [("import labkit  # first", hang)])})
+    for timeout in HANG_TIMEOUTS:
+        out, began = tmp_path / f"graded-{timeout}", time.time()
+        cli.main(["grade", str(tmp_path / "submissions"), "--out", str(out), "--timeout", str(timeout)])
+        row = read_grades(out)["hangs"]
+        print(row["detail"])
+        assert row["status"] == "timeout" and f"still running after {timeout} s" in row["detail"]
+        assert processes_of(out) == []
+        started = out / "hangs" / "started.json"
+        if started.exists():
+            print(f"the hung notebook's cluster was up {started.stat().st_mtime - began:.0f} s after the start")
+            break
+    else:
+        pytest.fail(f"the hung notebook did not start its cluster within {HANG_TIMEOUTS[-1]} s")
+    pids = json.loads(started.read_text())
+    assert len(pids) == 3 and [pid for pid in pids if is_running(pid)] == []

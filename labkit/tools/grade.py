@@ -22,7 +22,7 @@ How the grader decides, and what it trusts:
   itself could fool them, as with any grader that runs the learner's code in its process.
   Read the executed notebook (``executed.ipynb``) of a score that surprises you.
 
-Every notebook runs in its own worker process (``python -m labkit.tools.grade``, started with
+Every notebook runs in its own worker process (``python -m labkit.tools.grade_worker``, started with
 ``labkit.runtime.children`` in its own session), with its own kernel, ``LABKIT_STATE_DIR``,
 ``LABKIT_ARRAY_DIR`` and temporary folder; its clusters pick free ports as always. All of
 its processes carry a per-run marker in their environment. After the run (or at its
@@ -36,14 +36,12 @@ Statuses: ``ok`` (it ran; checks may still fail), ``timeout``, ``kernel died``, 
 (not an exercise, or over the task limit), ``leaked processes`` (it ran, but left processes
 that the grader killed), ``error`` (the file is not a readable notebook).
 """
-import argparse
 import copy
 import csv
 import json
 import os
 import re
 import shutil
-import sys
 import threading
 import time
 import uuid
@@ -249,48 +247,6 @@ def not_attempted(submitted, exercise):
             {cell_id for cell_id in exercise.written if blank(cell_id)})
 
 
-# ----- running one notebook (in the worker process) ------------------------------------------
-def run_one(plan_path):
-    """Execute the plan's notebook cell by cell, every cell even after errors; write the result JSON after
-    each check cell, so that a run killed at its timeout keeps the checks it had reached."""
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, DeadKernelError
-
-    plan = json.loads(Path(plan_path).read_text())
-    notebook = nbformat.read(plan["notebook"], as_version=4)
-    result = {"status": "running", "checks": {}, "cell_errors": []}
-
-    def save():
-        Path(plan["result"]).write_text(json.dumps(result, indent=1))
-
-    client = NotebookClient(notebook, kernel_name=plan["kernel"], timeout=plan["cell_timeout"],
-                            resources={"metadata": {"path": plan["cwd"]}})
-    client.reset_execution_trackers()
-    try:
-        with client.setup_kernel():
-            for index, cell in enumerate(notebook.cells):
-                names = plan["checks"].get(cell.get("id"), [])
-                if cell.cell_type != "code" or (names and all(name in plan["skip"] for name in names)):
-                    continue
-                try:
-                    client.execute_cell(cell, index)
-                    outcome = ["passed", ""]
-                except CellExecutionError as error:
-                    outcome = ["failed", f"{error.ename}: {error.evalue}"]
-                    result["cell_errors"].append({"cell": index, "check": bool(names), "ename": error.ename,
-                                                  "evalue": error.evalue})
-                for name in names:
-                    result["checks"][name] = outcome
-                if names or outcome[0] == "failed":
-                    save()
-        result["status"] = "ok"
-    except DeadKernelError as error:
-        result.update(status="kernel died", detail=str(error).splitlines()[0][:300])
-    finally:
-        nbformat.write(notebook, plan["executed"])
-        save()
-
-
 # ----- grading every submission (in the grader) -----------------------------------------------
 def grade(submissions_dir, out_dir, reference=DEFAULT_REFERENCE, jobs=1, timeout=900.0, max_tasks=4,
           parameters=None, kernel="pslab"):
@@ -381,7 +337,7 @@ def _run_in_worker(folder, exercise, skipped, timeout, max_tasks, kernel):
     env = dict(os.environ, LABKIT_STATE_DIR=str(folder / "state"), LABKIT_ARRAY_DIR=str(folder / "arrays"),
                TMPDIR=str(folder / "tmp"), **{MAX_TASKS_VARIABLE: str(max_tasks), RUN_MARKER: token})
     with open(folder / "grader.log", "w") as log:
-        worker = children.start("labkit.tools.grade", "--run-one", str(folder / "plan.json"), env=env, stdout=log)
+        worker = children.start("labkit.tools.grade_worker", str(folder / "plan.json"), env=env, stdout=log)
         try:
             worker.wait(timeout)
             timed_out = False
@@ -513,14 +469,3 @@ def run(args):
     rows = grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, args.timeout,
                  args.max_tasks, parameters, args.kernel)
     return rows
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m labkit.tools.grade")
-    parser.add_argument("--run-one", metavar="PLAN", required=True, help="(internal) run one planned notebook")
-    children.exit_with_parent_if_started_by_one()
-    run_one(parser.parse_args(argv).run_one)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,66 @@
+"""``python -m labkit.tools.grade_worker PLAN``: the worker process in which ``labkit grade`` runs one
+notebook (see ``labkit.tools.grade``)."""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+# nbformat validates with jsonschema, whose import builds about 35 Earley parsers (rfc3987_syntax) for the
+# "iri" string formats that no notebook schema uses: about 3.4 CPU-seconds in every worker. Without that
+# module jsonschema has no "iri" format checker, and nothing else changes.
+sys.modules.setdefault("rfc3987_syntax", None)
+
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
+
+from labkit.runtime import children  # noqa: E402
+
+
+def run_one(plan_path):
+    """Execute the plan's notebook cell by cell, every cell even after errors; write the result JSON after
+    each check cell, so that a run killed at its timeout keeps the checks it had reached."""
+    plan = json.loads(Path(plan_path).read_text())
+    notebook = nbformat.read(plan["notebook"], as_version=4)
+    result = {"status": "running", "checks": {}, "cell_errors": []}
+
+    def save():
+        Path(plan["result"]).write_text(json.dumps(result, indent=1))
+
+    client = NotebookClient(notebook, kernel_name=plan["kernel"], timeout=plan["cell_timeout"],
+                            resources={"metadata": {"path": plan["cwd"]}})
+    client.reset_execution_trackers()
+    try:
+        with client.setup_kernel():
+            for index, cell in enumerate(notebook.cells):
+                names = plan["checks"].get(cell.get("id"), [])
+                if cell.cell_type != "code" or (names and all(name in plan["skip"] for name in names)):
+                    continue
+                try:
+                    client.execute_cell(cell, index)
+                    outcome = ["passed", ""]
+                except CellExecutionError as error:
+                    outcome = ["failed", f"{error.ename}: {error.evalue}"]
+                    result["cell_errors"].append({"cell": index, "check": bool(names), "ename": error.ename,
+                                                  "evalue": error.evalue})
+                for name in names:
+                    result["checks"][name] = outcome
+                if names or outcome[0] == "failed":
+                    save()
+        result["status"] = "ok"
+    except DeadKernelError as error:
+        result.update(status="kernel died", detail=str(error).splitlines()[0][:300])
+    finally:
+        nbformat.write(notebook, plan["executed"])
+        save()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m labkit.tools.grade_worker")
+    parser.add_argument("plan", help="the plan.json that labkit grade wrote for one notebook")
+    children.exit_with_parent_if_started_by_one()
+    run_one(parser.parse_args(argv).plan)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
