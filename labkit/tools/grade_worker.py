@@ -5,16 +5,13 @@ import json
 import sys
 from pathlib import Path
 
-# nbformat validates with jsonschema, whose import builds about 35 Earley parsers (rfc3987_syntax) for the
-# "iri" string formats that no notebook schema uses: about 3.4 CPU-seconds in every worker. Without that
-# module jsonschema has no "iri" format checker, and nothing else changes.
-sys.modules.setdefault("rfc3987_syntax", None)
+from labkit.tools import nbimport  # noqa: F401  (first: nbformat then loads without a slow grammar)
 
-import nbformat  # noqa: E402
-from nbclient import NotebookClient  # noqa: E402
-from nbclient.exceptions import CellExecutionError, DeadKernelError  # noqa: E402
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError, DeadKernelError
 
-from labkit.runtime import children  # noqa: E402
+from labkit.runtime import children
 
 
 def run_one(plan_path):

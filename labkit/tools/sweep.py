@@ -16,6 +16,8 @@ import re
 import time
 from pathlib import Path
 
+from labkit.tools import nbimport  # noqa: F401  (before papermill, which imports nbformat)
+
 import papermill
 import yaml
 from tqdm.auto import tqdm
