@@ -55,11 +55,13 @@ lab: install ## install if needed, copy the notebooks into work/ (once) and open
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-# Two pytest workers, one test file at a time each; then the tests that read the notebooks' executed copies,
-# one test at a time each (the browser's three are most of their time).
+# Two pytest workers, one test file at a time each, the longest first (tests/conftest.py's order; xdist
+# would otherwise start the files with the most tests first); then the tests that read the notebooks'
+# executed copies, one test at a time each (loadgroup: an ungrouped test is a unit of its own), so that
+# the browser's two long ones run side by side.
 test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
-	$(PY) -m pytest -n 2 --dist loadfile -m "not reads"
-	$(PY) -m pytest -n 2 --dist load -m reads
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not reads"
+	$(PY) -m pytest -n 2 --dist loadgroup -m reads
 
 test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
 	$(PY) -m pytest -m unit -n 2
