@@ -19,7 +19,7 @@ import pytest
 
 from labkit import cluster as cluster_module
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
-from labkit.runtime.processes import EXIT_PORT_IN_USE
+from labkit.runtime.processes import EXIT_PORT_IN_USE, cpu_seconds
 from support import default_ctrl_c, is_running, signal_state, wait_until_gone
 
 pytestmark = pytest.mark.cluster
@@ -100,6 +100,8 @@ def test_kill_then_restart_a_worker_on_the_same_port(small_cluster):
     small_cluster.restart("worker:0")
     assert worker.pid != old_pid and worker.port == port
     assert worker.alive() and worker.serving() and worker.restarts == 1
+    # It loaded TensorFlow's server alone (about 1 CPU-second), not all of `import tensorflow` (about 7).
+    assert cpu_seconds(worker.pid) < 3.5
 
 
 def test_unknown_task_name_is_a_clear_error(small_cluster):
@@ -161,9 +163,10 @@ def test_a_server_exits_with_the_port_in_use_code_only_for_a_port_clash(monkeypa
     other failure to start the server is its own error (an exception: exit code 1), not "port in use".
 
     ``server.main()`` runs in this process, as ``python -m labkit.runtime.server`` runs it, with
-    ``tf.distribute.Server`` replaced by each failure.
+    TensorFlow's ``Server`` class (``tf.distribute.Server``) replaced by each failure.
     """
     import tensorflow as tf
+    from tensorflow.python.training import server_lib
 
     from labkit.runtime import server
 
@@ -181,15 +184,15 @@ def test_a_server_exits_with_the_port_in_use_code_only_for_a_port_clash(monkeypa
         squatter.listen()
         raise tf.errors.UnknownError(None, None, "Address already in use")
 
-    monkeypatch.setattr(tf.distribute, "Server", fails)
+    monkeypatch.setattr(server_lib, "Server", fails)
     with pytest.raises(tf.errors.UnknownError, match="out of file descriptors"):
         server.main()
-    monkeypatch.setattr(tf.distribute, "Server", loses_the_port)
+    monkeypatch.setattr(server_lib, "Server", loses_the_port)
     with squatter, pytest.raises(SystemExit) as taken_meanwhile:
         server.main()
     assert taken_meanwhile.value.code == EXIT_PORT_IN_USE
     assert f"port {port} is taken by another program: Address already in use" in capsys.readouterr().out
-    monkeypatch.setattr(tf.distribute, "Server", fails)  # not reached: the taken port is seen first
+    monkeypatch.setattr(server_lib, "Server", fails)  # not reached: the taken port is seen first
     with squat(port), pytest.raises(SystemExit) as taken_before:
         server.main()
     assert taken_before.value.code == EXIT_PORT_IN_USE
