@@ -59,9 +59,10 @@ def tensorflow_server():
     """TensorFlow's server module (``tf.distribute.Server`` is its ``Server``) and its errors, loaded alone.
 
     A task only serves: every operation it runs lives in TensorFlow's C++ library, which this loads.
-    ``import tensorflow`` would also run TensorFlow's whole Python API (about 3,000 modules: Keras,
-    tf.data, autograph...), about 7 CPU-seconds per task that a task never uses. Standing in an empty
-    package for ``tensorflow`` lets its server module load without ``tensorflow/__init__.py``.
+    ``import tensorflow`` would also run TensorFlow's whole Python API (thousands of modules: Keras,
+    autograph, ...), which a task never uses: seconds of CPU and hundreds of MB in every task.
+    An empty stand-in for the ``tensorflow`` package lets the server module load without
+    ``tensorflow/__init__.py``. (In a process that imported TensorFlow already, it is that one.)
     """
     if "tensorflow" not in sys.modules:
         package = types.ModuleType("tensorflow")
