@@ -24,11 +24,12 @@ import tier_times  # noqa: E402
 
 # The slowest test files (test-seconds in `make test`, from a fresh-clone run), started first, so that
 # the two workers end together (`make test` keeps this order: --no-loadscope-reorder).
-LONGEST_FIRST = ["test_exercises.py", "06_stale_gradients.ipynb", "07_fault_tolerance.ipynb", "test_grade.py",
-                 "test_cluster.py", "02_strategy_and_mnist.ipynb", "10_ps_vs_allreduce.ipynb",
-                 "05_gradient_compression.ipynb", "test_train.py", "test_recovery.py", "test_cli.py",
-                 "03_custom_training_loop.ipynb", "test_browser.py", "04_mini_transformer_lm.ipynb",
-                 "09_laptop_to_cluster.ipynb", "test_multihost.py"]
+LONGEST_FIRST = ["test_exercises.py", "07_fault_tolerance.ipynb", "test_grade.py", "06_stale_gradients.ipynb",
+                 "05_gradient_compression.ipynb", "03_custom_training_loop.ipynb", "02_strategy_and_mnist.ipynb",
+                 "10_ps_vs_allreduce.ipynb", "test_cli.py", "04_mini_transformer_lm.ipynb",
+                 "08_performance_analysis.ipynb", "test_allreduce.py", "09_laptop_to_cluster.ipynb",
+                 "test_bootstrap.py", "test_train.py", "test_browser.py", "test_sweep.py", "test_cluster.py",
+                 "test_multihost.py"]
 
 
 # A test without one of these tier markers is a unit test: no TensorFlow process, no kernel, no root.

@@ -37,7 +37,7 @@ def main():
 
     address = config["cluster"][task_type][task_index]
     port = int(address.rpartition(":")[2])
-    if not processes.port_is_free(port):  # said at once, not after TensorFlow's seconds-long import
+    if not processes.port_is_free(port):  # said at once, before TensorFlow loads
         exit_port_taken(address, port)
 
     server_lib, errors = tensorflow_server()
