@@ -291,6 +291,11 @@ def minutes(seconds):
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
 
+def as_shown(seconds):
+    """``seconds`` rounded as ``minutes()`` shows them, so that a sentence computed from the page agrees."""
+    return round(seconds) if seconds < 90 else round(seconds / 60, 1) * 60
+
+
 def bench_section(log):
     lines = ["## Speed sweep (`labkit bench --report`, notebook 08)", ""]
     path = OUT / "bench-report" / "results.json"
@@ -352,7 +357,7 @@ def write_first_lines():
         if not row or row["status"] != "ok":
             continue
         notebook = nbformat.read(path, as_version=4)
-        line = first_line(float(row["seconds"]), gigabytes(row["peak_pss_mb"]), uses_mnist(notebook))
+        line = first_line(as_shown(float(row["seconds"])), gigabytes(row["peak_pss_mb"]), uses_mnist(notebook))
         cell = notebook.cells[0]
         stated = FIRST_LINE.search(cell.source)
         if not stated:
