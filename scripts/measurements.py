@@ -292,8 +292,9 @@ def minutes(seconds):
 
 
 def as_shown(seconds):
-    """``seconds`` rounded as ``minutes()`` shows them, so that a sentence computed from the page agrees."""
-    return round(seconds) if seconds < 90 else round(seconds / 60, 1) * 60
+    """``seconds`` as ``minutes()`` shows them, read back: a sentence computed from the page then agrees."""
+    value, unit = minutes(seconds).split()
+    return float(value) * (60 if unit == "min" else 1)
 
 
 def bench_section(log):
