@@ -330,14 +330,15 @@ class LocalCluster:
 
     def _write_state(self):
         """Record this cluster for `labkit status` in other processes."""
-        state_dir().mkdir(parents=True, exist_ok=True)
+        path = self._state_file()
+        path.parent.mkdir(parents=True, exist_ok=True)
         state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
                  "cluster": self.cluster_spec,
                  "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
         # Written aside, then renamed: a reader (`labkit status`) sees the old file or the new, never half.
-        with tempfile.NamedTemporaryFile("w", dir=state_dir(), suffix=".tmp", delete=False) as file:
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as file:
             json.dump(state, file, indent=1)
-        os.replace(file.name, self._state_file())
+        os.replace(file.name, path)
 
 
 def state_path(name, owner_pid):
