@@ -228,7 +228,7 @@ class LocalCluster:
         """
         try:
             if self.running:
-                tfruntime.disconnect([task.address for task in self.tasks])
+                tfruntime.disconnect([task.address for task in self.tasks], stop_tasks=self._stop_tasks)
         finally:
             self._stop_tasks()
         self._state_file().unlink(missing_ok=True)

@@ -281,6 +281,40 @@ def test_a_new_cluster_with_the_same_name_stops_the_old_one_and_with_starts_and_
     assert collected() is None, "a stopped cluster must not be kept alive by an exit hook"
 
 
+def test_a_stop_gives_up_on_tasks_that_do_not_answer_and_this_process_trains_on(tmp_path, monkeypatch):
+    """Frozen tasks (SIGSTOP) never answer the closing of their contexts, as tasks on a loaded machine
+    were seen not to for 10-50 s: after the patience, stop() stops them instead of waiting."""
+    import tensorflow as tf
+    from tensorflow.python.eager import context
+
+    from labkit.runtime import tfruntime
+    from labkit.runtime.processes import STOP_GRACE_SECONDS
+
+    monkeypatch.setattr(tfruntime, "DISCONNECT_LOG", tmp_path / "disconnect.log")
+    monkeypatch.setattr(tfruntime, "DISCONNECT_PATIENCE_SECONDS", 1.0)
+    frozen = LocalCluster(num_workers=1, num_ps=1, name="test-frozen")
+    with frozen.strategy().scope():
+        variable = tf.Variable(1.0)
+    assert variable.numpy() == 1.0
+    pids = [task.pid for task in frozen.tasks]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    began = time.monotonic()
+    frozen.stop()
+    print(f"stop() took {time.monotonic() - began:.1f} s")
+    assert time.monotonic() - began < 1.0 + STOP_GRACE_SECONDS + 30, "stop() waited for tasks that never answer"
+    assert wait_until_gone(pids, timeout=1) == []
+    [line] = [line for line in (tmp_path / "disconnect.log").read_text().splitlines() if line.startswith("labkit:")]
+    assert line.endswith("(no answer after 1 s: the tasks were stopped)"), line
+    alone = context.context().get_server_def()
+    assert [job.name for job in alone.cluster.job] == ["chief"]
+    with LocalCluster(num_workers=1, num_ps=1, name="test-frozen") as again:
+        with again.strategy().scope():
+            variable = tf.Variable(2.0)
+        variable.assign_add(1.0)
+        assert variable.numpy() == 3.0
+
+
 OWNER = textwrap.dedent("""
     import sys, time, labkit
     cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name="orphan-test-" + sys.argv[1])

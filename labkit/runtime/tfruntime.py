@@ -18,11 +18,15 @@ import gc
 import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
 STARTUP_LOG = Path.home() / ".cache" / "labkit" / "tensorflow-startup.log"
 DISCONNECT_LOG = STARTUP_LOG.with_name("tensorflow-disconnect.log")
+# Closing the contexts on the tasks normally takes well under 2 s; on a loaded machine it was seen
+# to wait 10-50 s for a task's answer. After this long, disconnect stops the tasks instead of waiting.
+DISCONNECT_PATIENCE_SECONDS = 5.0
 
 
 def import_quietly():
@@ -98,7 +102,7 @@ def messages_to(log_path):
         messages.lines = log.read().decode(errors="replace").splitlines()
 
 
-def disconnect(task_addresses):
+def disconnect(task_addresses, stop_tasks):
     """If this process's TensorFlow is connected to the cluster of these tasks ("host:port"),
     make this process a cluster of one. Call it while the tasks still run, before stopping them.
 
@@ -107,8 +111,9 @@ def disconnect(task_addresses):
     (``free_unreachable_functions_before_reconnecting``).
 
     ``update_server_def`` keeps this process's own gRPC server (TensorFlow can neither stop nor
-    rebind it) and closes the contexts on the removed tasks while they still answer. What each
-    part took is a line in ``DISCONNECT_LOG``.
+    rebind it) and closes the contexts on the removed tasks, waiting for each task's answer. If
+    they have not all answered after ``DISCONNECT_PATIENCE_SECONDS``, ``stop_tasks()`` is called:
+    the closing then fails at once, which TensorFlow handles. What each part took is a line in ``DISCONNECT_LOG``.
     """
     if "tensorflow" not in sys.modules:
         return
@@ -128,10 +133,21 @@ def disconnect(task_addresses):
         began = time.perf_counter()
         free_unreachable_functions_before_reconnecting()
         collected = time.perf_counter()
-        context.context().update_server_def(alone)
+        patience, gave_up = DISCONNECT_PATIENCE_SECONDS, []
+
+        def stop_silent_tasks():
+            gave_up.append(f" (no answer after {patience:g} s: the tasks were stopped)")
+            stop_tasks()
+        impatient = threading.Timer(patience, stop_silent_tasks)
+        impatient.start()
+        try:
+            context.context().update_server_def(alone)
+        finally:
+            impatient.cancel()
+            impatient.join()
         # One line per disconnect, to tell which part a slow cluster.stop() spent its time in.
         print(f"labkit: left {len(task_addresses)} tasks: garbage collection {collected - began:.2f} s, "
-              f"update_server_def {time.perf_counter() - collected:.2f} s", file=sys.stderr)
+              f"update_server_def {time.perf_counter() - collected:.2f} s{''.join(gave_up)}", file=sys.stderr)
 
 
 def free_unreachable_functions_before_reconnecting():
