@@ -72,6 +72,20 @@ def test_installed_versions_are_the_pinned_ones():
         assert version(name) == pinned, f"{name} {version(name)} is installed but {pinned} is pinned"
 
 
+def test_nbformat_loads_without_jsonschemas_iri_grammar_and_still_validates():
+    """jsonschema 4.25+ imports rfc3987-syntax, which builds a grammar (2.6 CPU-s) in every process
+    that reads a notebook: the pin keeps it out, and nbformat still rejects a broken notebook."""
+    code = ("import sys, nbformat\n"
+            "notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('print(1)')])\n"
+            "nbformat.validate(notebook)\n"
+            "del notebook.cells[0]['source']\n"
+            "try:\n    nbformat.validate(notebook)\nexcept nbformat.ValidationError as error:\n"
+            "    print('rejected' if 'source' in str(error) else error)\n"
+            "print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:2] == ["rejected", "[]"], done.stdout + done.stderr[-2000:]
+
+
 def test_ci_runs_the_readme_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
     assert "make test" in (ROOT / "README.md").read_text()

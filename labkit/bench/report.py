@@ -23,7 +23,6 @@ def run_and_save(out_dir, **settings):
 
 def report(out_dir, **settings):
     """Run notebook 08 with papermill on these settings; it writes its results into ``out_dir``."""
-    from labkit.tools import nbimport  # noqa: F401  (before papermill)
     import papermill
 
     check(settings)

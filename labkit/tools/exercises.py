@@ -69,7 +69,6 @@ def exercise_notebook(solution, name="the notebook"):
 
 def render(solutions_dir):
     """{file name: exercise notebook text} for every notebook in ``solutions_dir``."""
-    from labkit.tools import nbimport  # noqa: F401  (before nbformat)
     import nbformat  # here, not at the top: only the commands that read notebooks need it
 
     paths = sorted(Path(solutions_dir).glob("*.ipynb"))

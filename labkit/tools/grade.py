@@ -49,8 +49,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from labkit.tools import nbimport  # noqa: F401  (before nbformat)
-
 import nbformat
 import psutil
 import yaml

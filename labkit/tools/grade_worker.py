@@ -5,8 +5,6 @@ import json
 import sys
 from pathlib import Path
 
-from labkit.tools import nbimport  # noqa: F401  (first: nbformat then loads without a slow grammar)
-
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, DeadKernelError

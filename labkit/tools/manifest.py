@@ -12,8 +12,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from labkit.tools import nbimport  # noqa: F401  (before nbformat)
-
 import nbformat
 
 KEY = "labkit"

@@ -16,8 +16,6 @@ import re
 import time
 from pathlib import Path
 
-from labkit.tools import nbimport  # noqa: F401  (before papermill, which imports nbformat)
-
 import papermill
 import yaml
 from tqdm.auto import tqdm
