@@ -148,7 +148,7 @@ def test_grading_a_class(tmp_path):
     before = submit(submissions, {
         "ada/": nbformat.read(SOLUTIONS / EX2, as_version=4),
         "dee": wrong(EX4, "scheduled nothing on the cluster"),  # made-up timings: no cluster
-        "eve": nbformat.read(EXERCISES / EX1, as_version=4),  # blank; its cluster is all the learner's code
+        "eve": nbformat.read(EXERCISES / EX1, as_version=4),  # blank: graded without a kernel
         "fay": variant(EXERCISES, EX1, [  # 1.1 and half of 1.2 answered, with a syntax error; its check "passed" by hand
             ("ports = [portpicker", solution_cell(EX1, "ports = [portpicker")),
             ("server_script = work_dir", solution_cell(EX1, "server_script = work_dir")),
@@ -156,7 +156,7 @@ def test_grading_a_class(tmp_path):
                 "in tf_configs.items():", "in tf_configs.items()", 1)),
             ("checks.servers_serving(", 'checklist.passed("servers serving")')],
             extra_cells=['checklist.passed("servers serving")']),
-        "gus": variant(EXERCISES, EX5, [("cluster = labkit.LocalCluster(", lambda source: source.replace(
+        "gus": variant(SOLUTIONS, EX5, [("cluster = labkit.LocalCluster(", lambda source: source.replace(
             "num_workers=num_workers", "num_workers=16"))]),
     })
     out = tmp_path / "graded"
@@ -173,6 +173,7 @@ def test_grading_a_class(tmp_path):
     assert rows["dee"]["score"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()
     assert rows["dee"]["ex4: 4.5 · Explain the plot (written)"] == "answered"
     assert checks_of(rows["eve"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted") and rows["eve"]["score"] == "0"
+    assert rows["eve"]["detail"] == "no check attempted: not run" and not (out / "eve" / "executed.ipynb").exists()
     assert checks_of(rows["fay"], "ex1") == {"TF_CONFIGs": "passed", "servers serving": "failed",
                                              "cluster trains": "not attempted", "processes stopped": "not attempted"}, \
         "a hand-called passed() counted, or the grading stopped at the syntax error"
@@ -192,7 +193,7 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
             "with open('started.json', 'w') as file:\n"
             "    json.dump([sleeper.pid] + [task.pid for task in cluster.tasks], file)\n"
             "time.sleep(10 ** 6)")
-    submit(tmp_path / "submissions", {"hangs": variant(EXERCISES, EX5, [("import labkit  # first", hang)])})
+    submit(tmp_path / "submissions", {"hangs": variant(SOLUTIONS, EX5, [("import labkit  # first", hang)])})
     for timeout in HANG_TIMEOUTS:
         out, began = tmp_path / f"graded-{timeout}", time.time()
         cli.main(["grade", str(tmp_path / "submissions"), "--out", str(out), "--timeout", str(timeout)])

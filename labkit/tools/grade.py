@@ -17,7 +17,8 @@ How the grader decides, and what it trusts:
   ``checklist.passed(...)`` calls are never read, so calling it by hand counts for nothing.
 - The checks observe the work themselves (they re-run the learner's function, read restored
   variables from the parameter server), so numbers a learner types in do not pass them.
-- A check whose solution cells all still hold the exercise's stub is ``not attempted``.
+- A check whose solution cells all still hold the exercise's stub is ``not attempted``; a notebook
+  with no check attempted is not run (its row says so).
 - The learner's code runs in the same kernel as the checks: code written to patch labkit
   itself could fool them, as with any grader that runs the learner's code in its process.
   Read the executed notebook (``executed.ipynb``) of a score that surprises you.
@@ -299,7 +300,10 @@ def grade_submission(submission, exercise_list, folder, timeout, max_tasks, para
     skipped, unanswered = not_attempted(submitted, exercise)
     own = parameters.get(exercise.name, parameters.get(exercise.short, {}))
     nbformat.write(graded_notebook(submitted, exercise, own), folder / "graded.ipynb")
-    result = _run_in_worker(folder, exercise, skipped, timeout, max_tasks, kernel)
+    if skipped == {check.name for check in exercise.checks}:  # a blank exercise: no kernel, no cluster
+        result = {"status": "ok", "checks": {}, "cell_errors": [], "detail": "no check attempted: not run"}
+    else:
+        result = _run_in_worker(folder, exercise, skipped, timeout, max_tasks, kernel)
     outcomes = {check.name: ["not attempted", ""] if check.name in skipped else
                 result["checks"].get(check.name, ["failed", f"not reached: the run ended ({result['status']}) "
                                                              "before this check"])
