@@ -61,9 +61,15 @@ def versions():
             "tensorflow": tf.__version__, "tf.keras": keras}
 
 
+def _in_a_jupyter_kernel():
+    """True in a running IPython kernel; False in a process that only imported ipykernel (pytest with nbval)."""
+    kernel_app = sys.modules.get("ipykernel.kernelapp")
+    return kernel_app is not None and kernel_app.IPKernelApp.initialized()
+
+
 _configure_environment()
 
-if "ipykernel" in sys.modules:
+if _in_a_jupyter_kernel():
     from labkit.runtime import tfruntime
     from labkit.tools import display
 

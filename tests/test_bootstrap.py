@@ -33,3 +33,9 @@ def test_tensorflow_imported_first_with_keras_3_is_a_clear_error():
 def test_tensorflow_imported_first_with_legacy_keras_is_fine():
     done = run_python("import tensorflow\nimport labkit\nprint('ok')", TF_USE_LEGACY_KERAS="1")
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_a_process_that_only_imported_ipykernel_is_not_taken_for_a_kernel():
+    """pytest with nbval imports ipykernel; only a running kernel gets TensorFlow imported with labkit."""
+    done = run_python("import sys, ipykernel.kernelspec, labkit\nprint('tensorflow' in sys.modules)")
+    assert done.stdout.strip() == "False", done.stderr[-2000:]
