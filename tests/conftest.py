@@ -79,10 +79,6 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.unit)
 
 
-# The files `make test`'s second call collects (the Makefile's READERS finds them the same way).
-READER_FILES = {path.name for path in Path(__file__).parent.glob("test_*.py") if "mark.reads" in path.read_text()}
-
-
 def pytest_collection_modifyitems(config, items):
     """The longest files first, the tests that read executed notebooks last. `make test` runs those
     readers in a second pytest call (-m reads), after every notebook ran: under pytest-xdist a reader
@@ -93,9 +89,11 @@ def pytest_collection_modifyitems(config, items):
                 LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST))
 
     items.sort(key=order)  # stable: a file's tests keep their order
-    unfound = {item.path.name for item in items if item.get_closest_marker("reads")} - READER_FILES
+    # `make test`'s second call collects only the files that write the marker out (the Makefile's READERS).
+    reader_files = {item.path for item in items if item.get_closest_marker("reads")}
+    unfound = sorted(path.name for path in reader_files if "mark.reads" not in path.read_text())
     if unfound:
-        raise pytest.UsageError(f"{', '.join(sorted(unfound))}: write `pytest.mark.reads` out in a reader's file; "
+        raise pytest.UsageError(f"{', '.join(unfound)}: write `pytest.mark.reads` out in a reader's file; "
                                 "the Makefile's second call collects only the files that say it")
     executed_notebooks.SCHEDULED.update(item.path.name for item in items if item.path.parent == SMOKE_DIR)
 
