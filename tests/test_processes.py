@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from labkit.runtime import processes
+from labkit.runtime import loglines, processes
 from support import is_running, wait_until_gone
 
 PYTHON = sys.executable
@@ -32,15 +32,16 @@ def test_log_tail_gives_the_last_lines_and_reads_only_the_end(tmp_path):
     assert processes.log_tail(huge, 2) == "serving at localhost:1\nlast line"
 
 
-def test_wait_until_serving_returns_once_the_process_listens_on_its_port(tmp_path):
+def test_wait_until_serving_returns_once_the_process_listens_on_its_port_and_says_so(tmp_path):
     with socket.socket() as probe:
         probe.bind(("", 0))
         port = probe.getsockname()[1]
     assert processes.port_is_free(port)
-    server = start(f"import socket, time; s = socket.socket(); s.bind(('', {port})); s.listen(); time.sleep(60)",
-                   tmp_path / "server.log")
+    server = start(f"import socket, time; s = socket.socket(); s.bind(('', {port})); s.listen(); time.sleep(1); "
+                   f"print('{loglines.SERVING} localhost:{port}', flush=True); time.sleep(60)", tmp_path / "server.log")
     try:
         processes.wait_until_serving(server, tmp_path / "server.log", port, timeout=30)
+        assert loglines.SERVING in processes.log_tail(tmp_path / "server.log", 1), "the port opens before the line"
         assert processes.serving(server.pid, port) and not processes.port_is_free(port)
     finally:
         server.stop()

@@ -6,8 +6,8 @@ then lives here. One place owns their life cycle:
 
 - ``start_command``: start a command in its own session (output to a pipe or a log file);
 - ``wait_until``: the one poll loop: call a condition until it holds, or raise TimeoutError;
-- ``wait_until_serving``: return once the process listens on its port and accepts
-  a connection; raise with the end of its log if it exited or hung instead;
+- ``wait_until_serving``: return once the process says in its log that it serves, listens on its
+  port and accepts a connection; raise with the end of its log if it exited or hung instead;
 - ``stop``: SIGTERM, a grace period, then SIGKILL (``psutil.wait_procs``);
 - ``log_tail``: the last lines of a log, read from the end of the file;
 - ``stop_at_exit``: one interpreter-exit hook for everything still running.
@@ -112,14 +112,15 @@ def port_is_free(port):
 def wait_until_serving(process, log_path, port=None, name="the task", timeout=90.0):
     """Return once ``process`` serves; raise ``ServingError`` with its log tail if it exits or hangs first.
 
-    Serving: this very process listens on ``port`` and accepts a connection. Without a ``port``
-    (a process in another network namespace, whose sockets cannot be seen or reached from
-    here): its log holds the line ``labkit.runtime.server`` prints once it serves.
+    Serving: its log holds the line ``labkit.runtime.server`` prints once it serves and, given a
+    ``port``, this very process listens on it and accepts a connection. (A process in another network
+    namespace is given no port: its sockets cannot be seen or reached from here.) The port opens a
+    moment before the line is printed, so the port alone would return while the log still ends in
+    TensorFlow's start-up messages.
     """
     def ready():
-        if port:
-            return serving(process.pid, port)
-        return Path(log_path).exists() and loglines.SERVING in Path(log_path).read_text(errors="replace")
+        logged = Path(log_path).exists() and loglines.SERVING in Path(log_path).read_text(errors="replace")
+        return logged and (port is None or serving(process.pid, port))
 
     def ready_or_exited():
         if ready():
