@@ -1,4 +1,5 @@
 """labkit.runtime.processes on small real processes (no TensorFlow): wait until serving, stop, log tails, exit hook."""
+import os
 import signal
 import socket
 import subprocess
@@ -87,6 +88,17 @@ def test_stop_kills_a_process_that_ignores_sigterm_after_the_grace_period(tmp_pa
     processes.stop([stubborn, polite], grace_seconds=0.5)
     assert stubborn.returncode == -signal.SIGKILL and polite.returncode == -signal.SIGTERM
     assert not is_running(stubborn.pid) and not is_running(polite.pid)
+
+
+def test_stop_ends_a_suspended_process_at_once_not_after_the_grace_period(tmp_path):
+    # A SIGTERM handler, as in TensorFlow's processes: the signal waits until the process runs again.
+    suspended = processes.start_command([PYTHON, "-c", "import signal, sys, time; "
+                                         "signal.signal(signal.SIGTERM, lambda *_: sys.exit(7)); "
+                                         "print('ready', flush=True); time.sleep(60)"])
+    assert suspended.stdout.readline().strip() == "ready"
+    os.kill(suspended.pid, signal.SIGSTOP)  # as Ctrl-Z does, or a machine too busy to schedule it
+    processes.stop([suspended], grace_seconds=30)
+    assert suspended.returncode == 7, "it waited out the grace period and was killed"
 
 
 EXITING_OWNER = textwrap.dedent("""

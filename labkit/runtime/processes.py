@@ -187,7 +187,8 @@ class Watcher:
 
 
 def stop(processes, grace_seconds=STOP_GRACE_SECONDS):
-    """Stop processes: SIGTERM, then SIGKILL to those still running after ``grace_seconds``.
+    """Stop processes: SIGTERM (and SIGCONT, so that a suspended one acts on it), then SIGKILL to those
+    still running after ``grace_seconds``.
 
     Returns once every one has exited (each ``returncode`` is set); closes their stdin pipes,
     which also tells a ``labkit.runtime.children`` child that its parent is gone.
@@ -195,6 +196,7 @@ def stop(processes, grace_seconds=STOP_GRACE_SECONDS):
     running = [process for process in processes if process.poll() is None]
     for process in running:
         _signal(process.terminate)
+        _signal(process.resume)  # a process stopped by SIGSTOP or Ctrl-Z leaves SIGTERM pending until continued
     _, still_running = psutil.wait_procs(running, timeout=grace_seconds)
     for process in still_running:
         _signal(process.kill)
