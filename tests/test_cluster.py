@@ -19,6 +19,7 @@ import pytest
 
 from labkit import cluster as cluster_module
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
+from labkit.runtime import loglines
 from labkit.runtime.processes import EXIT_PORT_IN_USE, cpu_seconds
 from support import default_ctrl_c, is_running, signal_state, wait_until_gone
 
@@ -84,7 +85,7 @@ def test_every_task_is_its_own_process_configured_by_its_own_tf_config(small_clu
 def test_status_repr_and_html_show_every_task(small_cluster):
     rows = small_cluster.status()
     assert [row["alive"] for row in rows] == [True, True]
-    assert all("serving at" in row["last_log_line"] for row in rows)
+    assert all(loglines.SERVING in row["last_log_line"] for row in rows)
     text, page = repr(small_cluster), small_cluster._repr_html_()
     for task in small_cluster.tasks:
         assert task.address in text and task.address in page
@@ -100,6 +101,9 @@ def test_kill_then_restart_a_worker_on_the_same_port(small_cluster):
     small_cluster.restart("worker:0")
     assert worker.pid != old_pid and worker.port == port
     assert worker.alive() and worker.serving() and worker.restarts == 1
+    # the restarted process has said so itself: the old process's line in the same log does not count
+    assert loglines.SERVING in small_cluster.status()[1]["last_log_line"]
+    assert worker.log_path.read_text().count(loglines.SERVING) == 2
     # It loaded TensorFlow's server alone (about 1 CPU-second), not all of `import tensorflow` (about 7).
     assert cpu_seconds(worker.pid) < 3.5
 
@@ -364,7 +368,7 @@ def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env={**env, "TF_CONFIG": json.dumps(tf_config)})
     try:
-        assert any("serving at" in line for line in server.stdout)
+        assert any(loglines.SERVING in line for line in server.stdout)
         time.sleep(1.0)
         assert server.poll() is None, "the server exited although nobody asked it to"
     finally:
