@@ -1,4 +1,6 @@
 """The peak-memory sampler behind `labkit sweep` and `make measurements`, on real processes."""
+import json
+import os
 import subprocess
 import sys
 import time
@@ -24,3 +26,14 @@ def test_with_no_child_running_the_peaks_stay_zero():
     with PeakMemory(interval=0.05) as memory:
         time.sleep(0.2)
     assert memory.peaks() == {"peak_pss_mb": 0, "peak_rss_mb": 0, "peak_alone_mb": 0, "largest_tasks": ""}
+
+
+def test_each_all_reduce_worker_is_named_by_its_task_not_summed_as_python():
+    # processes with the all-reduce worker's module on their command line and its TF_CONFIG (sleeping, not training)
+    with PeakMemory(interval=0.1) as memory:
+        workers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)", "-m", "labkit.allreduce"],
+                                    env=os.environ | {"TF_CONFIG": json.dumps({"task": {"type": "worker", "index": i}})})
+                   for i in range(2)]
+        for worker in workers:
+            worker.wait()
+    assert set(memory.task_pss_mb) == {"all-reduce worker:0", "all-reduce worker:1"}

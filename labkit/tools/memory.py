@@ -20,15 +20,22 @@ PROGRAMS = (("ipykernel_launcher", "kernel"), ("labkit.deploy.coordinator", "coo
 
 
 def task_name(process):
-    """What a process of the run is: "kernel", "worker:0", "ps:1", "coordinator", ... or its program name."""
+    """What a process of the run is: "kernel", "worker:0", "ps:1", "all-reduce worker:0", "coordinator", ...
+    or its program name."""
     cmdline = process.cmdline()
     if "labkit.runtime.server" in cmdline:
-        task = json.loads(process.environ().get("TF_CONFIG", "{}")).get("task", {})
-        return f"{task.get('type')}:{task.get('index')}"
+        return _task_in_tf_config(process)
+    if "labkit.allreduce" in cmdline:
+        return f"all-reduce {_task_in_tf_config(process)}"
     for module, name in PROGRAMS:
         if any(module in part for part in cmdline):
             return name
     return Path(cmdline[0]).name if cmdline else process.name()
+
+
+def _task_in_tf_config(process):
+    task = json.loads(process.environ().get("TF_CONFIG", "{}")).get("task", {})
+    return f"{task.get('type')}:{task.get('index')}"
 
 
 class PeakMemory(processes.Watcher):
