@@ -64,7 +64,6 @@ class Task:
     process: processes.Process = None
     started_at: float = 0.0
     restarts: int = field(default=0)
-    log_start: int = 0  # the size of its log when this process started: a restart appends to the same log
 
     @property
     def name(self):
@@ -312,7 +311,6 @@ class LocalCluster:
                       for task_type, index in tasks]
 
     def _launch(self, task):
-        task.log_start = task.log_path.stat().st_size if task.log_path.exists() else 0
         task.process = children.start_program("labkit.runtime.server", tf_config=self.tf_config(task.name),
                                               log_path=task.log_path)
         task.started_at = time.monotonic()
@@ -322,7 +320,7 @@ class LocalCluster:
         deadline = time.monotonic() + self.ready_timeout
         for task in tasks:
             processes.wait_until_serving(task.process, task.log_path, task.port, task.name,
-                                         timeout=max(0.0, deadline - time.monotonic()), since=task.log_start)
+                                         timeout=max(0.0, deadline - time.monotonic()))
 
     def _stop_tasks(self):
         processes.stop([task.process for task in self.tasks if task.process])

@@ -109,25 +109,19 @@ def port_is_free(port):
     return True
 
 
-def wait_until_serving(process, log_path, port=None, name="the task", timeout=90.0, since=0):
+def wait_until_serving(process, log_path, port=None, name="the task", timeout=90.0):
     """Return once ``process`` serves; raise ``ServingError`` with its log tail if it exits or hangs first.
 
-    Serving: its log, from byte ``since`` on (where a restarted task's lines begin), holds the line
-    ``labkit.runtime.server`` prints once it serves and, given a ``port``, this very process listens
-    on it and accepts a connection. (A process in another network namespace is given no port: its
-    sockets cannot be seen or reached from here.) The port opens a moment before the line is
-    printed, so the port alone would return while the log still ends in TensorFlow's start-up messages.
+    Serving: its log holds the line ``labkit.runtime.server`` prints once it serves and, given a
+    ``port``, this very process listens on it and accepts a connection. (A process in another network
+    namespace is given no port: its sockets cannot be seen or reached from here.) The port opens a
+    moment before the line is printed, so the port alone would return while the log still ends in
+    TensorFlow's start-up messages. A restarted task appends to its log, so for it the line of its
+    first process counts: it serves once its port does.
     """
-    def logged():
-        try:
-            with open(log_path, "rb") as log:
-                log.seek(since)
-                return loglines.SERVING.encode() in log.read()
-        except FileNotFoundError:
-            return False
-
     def ready():
-        return logged() and (port is None or serving(process.pid, port))
+        logged = Path(log_path).exists() and loglines.SERVING in Path(log_path).read_text(errors="replace")
+        return logged and (port is None or serving(process.pid, port))
 
     def ready_or_exited():
         if ready():
