@@ -127,6 +127,18 @@ def test_07_one_ps_failure_must_give_one_recovery_from_the_checkpoint_before_it(
         checks.one_recovery_per_failure(wrong, 1, 400)
 
 
+def test_07_a_failure_at_a_checkpoints_step_resumes_from_the_one_before_or_from_that_one():
+    # The kill landed once every closure of the interval had run: the save of step 300 never happened,
+    # and the run saved step 300 again after the recovery.
+    failed_at_300 = {"failed_at_step": 300, "resumed_from_step": 200, "steps_lost": 100}
+    checks.one_recovery_per_failure(report(400, recoveries=[failed_at_300], checkpoint_steps=[100, 200, 300, 400]), 1, 400)
+    saved_first = {"failed_at_step": 300, "resumed_from_step": 300, "steps_lost": 0}
+    checks.one_recovery_per_failure(report(400, recoveries=[saved_first], checkpoint_steps=[100, 200, 300, 400]), 1, 400)
+    with pytest.raises(AssertionError, match="last checkpoint before the failure at step 300 was at step 200"):
+        checks.one_recovery_per_failure(report(400, recoveries=[dict(failed_at_300, resumed_from_step=100, steps_lost=200)],
+                                               checkpoint_steps=[100, 200, 300, 400]), 1, 400)
+
+
 def test_07_latest_checkpoint_must_be_a_completed_one(tmp_path):
     manager = saved_steps(tmp_path, [100, 200])
     checks.latest_checkpoint_complete(manager.latest_checkpoint, [100, 200])

@@ -81,13 +81,17 @@ def one_recovery_per_failure(report, failures, num_steps):
     require(len(report.recoveries) == failures,
         f"{failures} parameter-server failure(s) gave {len(report.recoveries)} recoveries: "
         f"{report.recoveries}.")
-    checkpoints = [0] + report.step
     for recovery in report.recoveries:
-        before = max(step for step in checkpoints if step <= recovery["failed_at_step"])
-        require(recovery["resumed_from_step"] == before,
-            f"resumed from step {recovery['resumed_from_step']}, but the last checkpoint before the failure "
-            f"at step {recovery['failed_at_step']} was at step {before}.")
-        require(recovery["steps_lost"] == recovery["failed_at_step"] - before, recovery)
+        failed_at, resumed = recovery["failed_at_step"], recovery["resumed_from_step"]
+        before = max([0] + [step for step in report.step if step < failed_at])
+        # A checkpoint at the very step of the failure was saved either just before it or after the
+        # recovery (the rows do not say which): resuming from it is right only in the first case.
+        if resumed == failed_at and failed_at in report.step:
+            before = failed_at
+        require(resumed == before,
+            f"resumed from step {resumed}, but the last checkpoint before the failure at step {failed_at} "
+            f"was at step {before}.")
+        require(recovery["steps_lost"] == failed_at - before, recovery)
     require(report.final_step >= num_steps, f"training stopped at step {report.final_step}, before {num_steps}.")
 
 
