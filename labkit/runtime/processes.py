@@ -8,7 +8,7 @@ then lives here. One place owns their life cycle:
 - ``wait_until``: the one poll loop: call a condition until it holds, or raise TimeoutError;
 - ``wait_until_serving``: return once the process says in its log that it serves, listens on its
   port and accepts a connection; raise with the end of its log if it exited or hung instead;
-- ``stop``: SIGTERM, a grace period, then SIGKILL (``psutil.wait_procs``);
+- ``stop``: SIGTERM (with SIGCONT for a suspended process), a grace period, then SIGKILL (``psutil.wait_procs``);
 - ``log_tail``: the last lines of a log, read from the end of the file;
 - ``stop_at_exit``: one interpreter-exit hook for everything still running.
 """
