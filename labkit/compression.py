@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from labkit import models, traffic, train
+from labkit import models, traffic, train, verdict
 from labkit.meter import Meter
 
 
@@ -509,10 +509,9 @@ def mean_difference(runs, others):
 
 def outside_spread(runs, others):
     """+1 if every one of ``runs`` is more accurate than every one of ``others``, -1 if every one is
-    less accurate, 0 if their seeds' ranges overlap (no winner)."""
-    _, low, high = accuracy_spread(runs)
-    _, other_low, other_high = accuracy_spread(others)
-    return 1 if low > other_high else -1 if high < other_low else 0
+    less accurate, 0 if their seeds' ranges overlap (no winner): ``labkit.verdict`` on final accuracies."""
+    found = verdict.verdict([r.final_accuracy for r in runs], [r.final_accuracy for r in others])
+    return {verdict.WINS: 1, verdict.LOSES: -1, verdict.CANNOT_TELL: 0}[found]
 
 
 def format_results(results, baseline=None):

@@ -1,6 +1,7 @@
 """Checks of notebook 10 (parameter servers against all-reduce)."""
 
 from labkit.checks.core import require
+from labkit.verdict import LOSES, WINS, verdict
 
 
 def both_reached(accuracy_by_run, target_accuracy):
@@ -66,10 +67,8 @@ def winner_outside_spread(winner, values_by_side, higher_is_better=False, min_se
     few = {side: len(values) for side, values in values_by_side.items() if len(values) < min_seeds}
     require(not few, f"seeds per side {few}: a spread needs at least {min_seeds} seeds on each side; raise seeds.")
     require(len(values_by_side) == 2, f"compare two sides, not {sorted(values_by_side)}.")
-    sign = -1 if higher_is_better else 1
-    (side, values), (other, other_values) = ((name, sorted(sign * value for value in values))
-                                             for name, values in values_by_side.items())
-    expected = side if values[-1] < other_values[0] else other if other_values[-1] < values[0] else None
+    (side, values), (other, other_values) = values_by_side.items()
+    expected = {WINS: side, LOSES: other}.get(verdict(values, other_values, higher_is_better))
     require(winner == expected,
         f"the verdict names {winner!r}, but the seeds gave {values_by_side}: "
         + (f"every seed of {expected} did better than every seed of the other side." if expected
