@@ -115,6 +115,14 @@ def test_08_dense_traffic_must_be_about_the_model_size():
         checks.dense_traffic_is_model_size(dict(row, measured_pull_bytes_per_step=3000))
 
 
+def test_09_the_ps_must_pull_and_push_about_the_model_each_step():
+    checks.pulls_and_pushes_are_model_size(410_000, 405_000, 407_080)
+    with pytest.raises(AssertionError, match=r"the PS: pull 0.49 M per step, outside 0.8-1.5 M \(M = 407,080 bytes\)"):
+        checks.pulls_and_pushes_are_model_size(200_000, 405_000, 407_080, where="the PS: ")
+    with pytest.raises(AssertionError, match="push 0.00 M per step"):
+        checks.pulls_and_pushes_are_model_size(410_000, 0, 407_080)
+
+
 def test_08_a_running_cluster_is_named():
     checks.clusters_stopped([])
     with pytest.raises(AssertionError, match="clusters still running"):

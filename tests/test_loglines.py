@@ -10,6 +10,7 @@ def test_timeline_lines_are_found_by_their_event():
                       loglines.timeline_line(4.0, 100, loglines.CHECKPOINT_SAVED),
                       loglines.timeline_line(4.1, 100, loglines.resumed_line(100))])
     assert loglines.steps_with(loglines.CHECKPOINT_SAVED, text) == [50, 100]
+    assert loglines.seconds_with(loglines.CHECKPOINT_SAVED, text) == [2.5, 4.0]
     assert loglines.timeline_event(100, loglines.CHECKPOINT_SAVED) in text
     assert [loglines.resumed_step(line) for line in text.splitlines()] == [None, None, None, 100]
 

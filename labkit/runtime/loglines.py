@@ -2,7 +2,7 @@
 
 - ``SERVING``: ``labkit.runtime.server`` prints it once its port is open;
 - the recovery driver's timeline (``labkit.faults``): ``timeline_line``, its events ``CHECKPOINT_SAVED``
-  and ``resumed_line``, read back with ``steps_with`` and ``resumed_step``;
+  and ``resumed_line``, read back with ``steps_with``, ``seconds_with`` and ``resumed_step``;
 - the coordinator program's last line, ``finished_line``, read back with ``finished``, and its line
   on the training shards it wrote or found (``--data-dir``), ``shards_line``, read back with ``shard_count``;
 - the evaluator's line per checkpoint, ``evaluated_line``.
@@ -29,6 +29,11 @@ def timeline_event(step, event):
 def steps_with(event, text):
     """The step of every timeline line in ``text`` that records ``event``."""
     return [int(step) for step in re.findall(rf"step +(\d+)  {re.escape(event)}", text)]
+
+
+def seconds_with(event, text):
+    """The seconds of every timeline line in ``text`` that records ``event``, in the order of ``steps_with``."""
+    return [float(seconds) for seconds in re.findall(rf"([0-9.]+) s  step +\d+  {re.escape(event)}", text)]
 
 
 def resumed_line(step):
