@@ -70,7 +70,8 @@ def mini_transformer_lm(vocab_size, sequence_length, d_model=64, num_heads=4, nu
     """
     tokens = tf.keras.Input(shape=(sequence_length,), dtype="int32", name="tokens")
     x = tf.keras.layers.Embedding(vocab_size, d_model, name="token_embedding")(tokens)
-    # The source has no position information: attention alone cannot tell word order.
+    # The source has no positions. Unmasked attention cannot tell word order; masked attention could work it
+    # out, with effort. A learned vector per position makes order direct and cheap to learn.
     x = PositionEmbedding(name="position_embedding")(x)
     for layer in range(num_layers):
         # use_causal_mask: position t may only look at positions <= t. The source omits it,
