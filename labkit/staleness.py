@@ -19,8 +19,10 @@ Ways to inject and to bound staleness, all on the PS:
   (one worker: tau geometric with mean D), since real delays vary.
 - ``ssp_bound=s``: stale synchronous parallel (Ho et al., NIPS 2013). Each worker has a
   clock on the PS (its finished steps); a worker more than ``s`` clocks ahead of the
-  slowest *waits* before its step. The wait polls and gives up after ``max_wait_ms``, so
-  a worker whose peers get no more closures cannot hang the coordinator's ``join()``.
+  slowest worker that may still run a step *waits* before its step. Once every step scheduled
+  so far has begun (``steps_scheduled``), a worker that is not in a step gets no more, and nobody waits
+  for it. The wait polls every ``poll_ms`` and gives up after ``max_wait_ms`` (a timeout, which
+  breaks the bound: ``max_lead`` then exceeds it), so a lost worker cannot hang ``join()``.
 - rules (``scale(tau)``, ``correct(...)``): plain async, alpha/max(1,tau), alpha/(1+tau),
   a staleness filter that drops updates above a bound, and DC-ASGD with a fixed or an
   adaptive lambda. A rule that keeps state on the PS has ``build(variables)``, called under
@@ -98,7 +100,8 @@ class DelayCompensated(Constant):
 class AdaptiveDelayCompensated(DelayCompensated):
     """DC-ASGD-a (Zheng et al., ICML 2017): λ_t = λ0 / sqrt(MeanSquare_t), element by element, with
     MeanSquare_t = m·MeanSquare_(t−1) + (1 − m)·g⊙g kept on the PS (the paper's m = 0.95), so that the
-    correction λ_t·g⊙g⊙(w_now − w_read) scales like |g|, not g²."""
+    correction λ_t·g⊙g⊙(w_now − w_read) scales like |g|, not g². MeanSquare starts at 0, so it is divided
+    by 1 − m^t (as Adam does): else the first λ_t would be λ0/(√(1 − m)·|g|), 4.5 times λ0/|g|."""
 
     def __init__(self, strength, momentum=0.95, epsilon=1e-7):
         super().__init__(strength)
@@ -106,15 +109,20 @@ class AdaptiveDelayCompensated(DelayCompensated):
 
     def build(self, variables):
         self.mean_squares = {v.ref(): tf.Variable(tf.zeros(v.shape), trainable=False) for v in variables}
+        self.momentum_powers = {v.ref(): tf.Variable(1.0, trainable=False) for v in variables}  # m^t
 
     def restart(self):
         for mean_square in self.mean_squares.values():
             mean_square.assign(tf.zeros_like(mean_square))
+        for momentum_power in self.momentum_powers.values():
+            momentum_power.assign(1.0)
 
     def correct(self, gradient, parameters_now, parameters_read):
         mean_square = self.mean_squares[parameters_now.ref()]
+        power = self.momentum_powers[parameters_now.ref()]
+        momentum_power = power.assign(power * self.momentum)  # m^t
         updated = mean_square.assign(self.momentum * mean_square + (1 - self.momentum) * gradient * gradient)
-        strength = self.strength / tf.sqrt(updated + self.epsilon)
+        strength = self.strength / tf.sqrt(updated / (1 - momentum_power) + self.epsilon)
         return gradient + strength * gradient * gradient * (parameters_now - parameters_read)
 
 
@@ -123,11 +131,13 @@ class StalenessSGD:
 
     Create it under ``strategy.scope()``. ``histogram[w, t]`` counts updates from
     worker ``w`` that reached the PS with staleness ``t`` (the last bin also counts
-    larger ones); ``dropped`` counts those a rule scaled to zero.
+    larger ones); ``dropped`` counts those a rule scaled to zero. ``steps_scheduled``: how many steps
+    the coordinator has scheduled so far, all workers together (SSP: once all have begun, a worker
+    that is not in a step gets none of them, and nobody waits for it; None: never).
     """
 
     def __init__(self, variables, rule=Constant(), learning_rate=0.1, delay=0, num_workers=1, max_tau=64,
-                 random_delay=False, ssp_bound=None, max_wait_ms=2000, poll_ms=2, seed=0):
+                 random_delay=False, ssp_bound=None, max_wait_ms=2000, poll_ms=2, seed=0, steps_scheduled=None):
         if delay < 0:
             raise ValueError(f"delay must be >= 0 steps, got {delay}")
         if random_delay and not delay:
@@ -145,8 +155,12 @@ class StalenessSGD:
         self.histogram = tf.Variable(tf.zeros([num_workers, max_tau + 1], tf.int64), trainable=False)
         self.dropped = tf.Variable(0, **counter)
         self.clocks = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False)  # steps finished
+        self.begun = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False)  # SSP: steps begun
+        self.steps_scheduled = tf.Variable(steps_scheduled or tf.int64.max, **counter)
         self.waited = tf.Variable(0.0, dtype=tf.float64, trainable=False)  # SSP: wall seconds waited, all workers
         self.timeouts = tf.Variable(0, **counter)   # SSP: waits that gave up
+        self.polls = tf.Variable(0, **counter)      # SSP: reads of the clocks while waiting
+        self.max_lead = tf.Variable(0, **counter)   # SSP: most clocks a worker began a step ahead of the slowest
         self.seed = tf.Variable(seed, **counter)    # the random delays' seed
         if delay:
             self.arrivals = tf.Variable(0, **counter)
@@ -158,7 +172,8 @@ class StalenessSGD:
     def restart(self, seed):
         """Start again from no updates, as a new optimizer seeded ``seed`` would, keeping the same
         variables: a step function traced for this optimizer runs on without tracing again."""
-        for state in (self.version, self.histogram, self.dropped, self.clocks, self.waited, self.timeouts):
+        for state in (self.version, self.histogram, self.dropped, self.clocks, self.begun, self.waited, self.timeouts,
+                      self.polls, self.max_lead):
             state.assign(tf.zeros_like(state))
         self.seed.assign(seed)
         if self.delay:
@@ -177,21 +192,28 @@ class StalenessSGD:
             return self.version.read_value()
 
     def _wait_for_slowest(self, worker):
+        """SSP: poll while this worker is more than ``ssp_bound`` clocks ahead of the slowest that may still step."""
+        begun = self.begun.scatter_nd_add([[tf.cast(worker, tf.int64)]], [1])
+
+        def lead():
+            may_run = (self.begun > self.clocks) | (tf.reduce_sum(self.begun) < self.steps_scheduled)
+            return self.clocks[worker] - tf.reduce_min(tf.where(may_run, self.clocks, self.clocks[worker]))
+
         def too_far_ahead(polls):
-            ahead = self.clocks[worker] - tf.reduce_min(self.clocks)
-            return (ahead > self.ssp_bound) & (polls < self.max_polls)
+            return (lead() > self.ssp_bound) & (polls < self.max_polls)
 
         def poll(polls):
             with tf.control_dependencies([pause(self.poll_ms)]):
                 return (polls + 1,)
 
         began = tf.timestamp()
-        with tf.control_dependencies([began]):  # the clock is read before the first poll
+        with tf.control_dependencies([began, begun]):  # the clocks are read before the first poll
             (polls,) = tf.while_loop(too_far_ahead, poll, (tf.identity(tf.constant(0, tf.int64)),))
         with tf.control_dependencies([polls]):  # and again after the last
-            waited = tf.timestamp() - began
+            waited, lead_now = tf.timestamp() - began, lead()
         return tf.group(self.waited.assign_add(tf.where(polls > 0, waited, tf.zeros_like(waited))),
-                        self.timeouts.assign_add(tf.cast(polls >= self.max_polls, tf.int64)))
+                        self.timeouts.assign_add(tf.cast(polls >= self.max_polls, tf.int64)),
+                        self.polls.assign_add(polls), self.max_lead.assign(tf.maximum(self.max_lead, lead_now)))
 
     def read_parameters(self):
         """The parameter values this step reads, if the rule needs them later (DC-ASGD); else []."""
@@ -220,29 +242,29 @@ class StalenessSGD:
         return tau
 
     def _through_delay_buffer(self, gradients, read_parameters, read_version):
-        """Store this gradient; take out the one in the slot it goes to (constant: the oldest)."""
+        """Put this gradient into a slot of the buffer; release the one waiting there (constant: the oldest)."""
         arrival = self.arrivals.assign_add(1) - 1
         if self.random_delay:
             slot = tf.random.stateless_uniform([], tf.stack([self.seed.read_value(), arrival]),
                                                maxval=self.delay, dtype=tf.int64)
         else:
             slot = arrival % self.delay
-        released_version = self.waiting_versions.sparse_read(slot)  # only this slot leaves the PS
-        with tf.control_dependencies([released_version]):
-            self.waiting_versions.scatter_nd_update([[slot]], [read_version])
-        released = {}
-        for buffer_name, new_values in (("waiting", gradients), ("waiting_read", read_parameters)):
-            released[buffer_name] = []
-            for waiting, value in zip(getattr(self, buffer_name), new_values):
-                released[buffer_name].append(waiting.sparse_read(slot))
-                with tf.control_dependencies([released[buffer_name][-1]]):
-                    waiting.scatter_nd_update([[slot]], [value])
-        released_read = released["waiting_read"] or [None] * len(gradients)
-        return released["waiting"], released_read, released_version, released_version >= 0
+        released_version = swap(self.waiting_versions, slot, read_version)  # -1: the slot was empty
+        released = [swap(waiting, slot, gradient) for waiting, gradient in zip(self.waiting, gradients)]
+        released_read = [swap(waiting, slot, read) for waiting, read in zip(self.waiting_read, read_parameters)]
+        return released, released_read or [None] * len(gradients), released_version, released_version >= 0
 
     def staleness_counts(self):
         """numpy array [workers, tau]: how many updates each worker applied at each staleness."""
         return self.histogram.numpy()
+
+
+def swap(buffer, slot, value):
+    """Put ``value`` into ``buffer[slot]`` (a variable on the PS); return what was there. Only that slot is read."""
+    released = buffer.sparse_read(slot)
+    with tf.control_dependencies([released]):
+        buffer.scatter_nd_update([[slot]], [value])
+    return released
 
 
 def pause(milliseconds):
@@ -285,6 +307,14 @@ class Run(train.TrainingLog):
     clocks: list = field(default_factory=list)       # steps each worker finished
     waited_seconds: float = 0.0                      # SSP: wall time the workers spent waiting, summed
     timeouts: int = 0                                # SSP: waits that gave up
+    polls: int = 0                                   # SSP: reads of the clocks while waiting
+    ssp_bound: int = None                            # SSP's bound in clocks (None: no SSP)
+    max_lead: int = None                             # SSP: most clocks a worker began a step ahead of the slowest
+
+    @property
+    def bound_held(self):
+        """SSP: no worker began a step more than ``ssp_bound`` clocks ahead of the slowest that could still run."""
+        return self.max_lead <= self.ssp_bound
 
     @property
     def updates(self):
@@ -355,6 +385,9 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
     if num_steps % evaluate_every or evaluate_every % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
                          f"and evaluate_every a multiple of steps_per_closure ({steps_per_closure})")
+    if ssp_bound is not None and steps_per_closure > 1:
+        raise ValueError("SSP waits before each step: with more than 1 step per closure a waiting worker holds "
+                         "steps that the slowest may need. Pass steps_per_closure=1 with ssp_bound.")
     if batches is not None and slow_worker is not None:
         raise ValueError("batches were built already: pass slow_worker and slow_ms to train.mnist_batches instead.")
     tf.keras.utils.set_random_seed(seeds[0])
@@ -371,18 +404,22 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
             models.restart_mnist_mlp(model, seed)
             optimizer.restart(seed)
         evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
+        optimizer.steps_scheduled.assign(evaluate_every)
 
         def evaluate():
+            optimizer.steps_scheduled.assign_add(evaluate_every)  # the next interval's
             images = None if next(evaluations) == 1 else curve_test_images
             finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)
             accuracy = models.accuracy(model, data.x_test[:images], data.y_test[:images]) if finite else math.nan
             return {"updates": int(optimizer.version.numpy()), "accuracy": accuracy}
 
-        run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed)
+        run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed,
+                  ssp_bound=ssp_bound)
         train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
                   evaluate=evaluate, description=f"{rule.name}, delay {run.delay}, seed {seed}", history=run)
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
-        run.waited_seconds = float(optimizer.waited.numpy())
+        run.waited_seconds, run.polls = float(optimizer.waited.numpy()), int(optimizer.polls.numpy())
+        run.max_lead = int(optimizer.max_lead.numpy()) if ssp_bound is not None else None
         runs.append(run)
     return runs

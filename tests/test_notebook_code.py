@@ -26,6 +26,9 @@ COPIES = [
     ("06_stale_gradients.ipynb", "make_versioned_train_steps", staleness.make_versioned_train_steps),
     ("06_stale_gradients.ipynb", "VersionedSGD.begin_step", staleness.StalenessSGD.begin_step),
     ("06_stale_gradients.ipynb", "VersionedSGD.apply", staleness.StalenessSGD.apply),
+    ("06_stale_gradients.ipynb", "WaitingSGD._wait_for_slowest", staleness.StalenessSGD._wait_for_slowest),
+    ("06_stale_gradients.ipynb", "swap", staleness.swap),
+    ("06_stale_gradients.ipynb", "DelayedSGD._through_delay_buffer", staleness.StalenessSGD._through_delay_buffer),
     *[("06_stale_gradients.ipynb", rule.__name__, rule) for rule in (
         staleness.Constant, staleness.InverseTau, staleness.InverseOnePlusTau, staleness.DelayCompensated,
         staleness.AdaptiveDelayCompensated)],

@@ -100,15 +100,18 @@ def test_dc_asgd_through_the_delay_buffer_uses_the_parameters_read_with_that_gra
     np.testing.assert_allclose(variable.numpy(), [2.0 - (1.0 + 1.0 * 1.0 * 1.0 * (2.0 - 0.0))])
 
 
-def test_adaptive_dc_asgd_divides_lambda_by_the_root_mean_square_of_the_gradient():
+def test_adaptive_dc_asgd_divides_lambda_by_the_bias_corrected_root_mean_square_of_the_gradient():
     rule = staleness.AdaptiveDelayCompensated(2.0, momentum=0.95)
     variable, optimizer = sgd(rule, learning_rate=1.0)
-    read = optimizer.read_parameters()
-    variable.assign([1.0])  # moved by +1 since the read
-    optimizer.apply([tf.constant([2.0])], optimizer.begin_step(0), 0, read)
-    mean_square = 0.05 * 2.0 * 2.0  # (1 - m) g², from 0
+    for gradient in (2.0, 4.0):
+        read = optimizer.read_parameters()
+        variable.assign_add([1.0])  # moved by +1 since the read
+        before = float(variable.numpy()[0])
+        optimizer.apply([tf.constant([gradient])], optimizer.begin_step(0), 0, read)
+    mean_square = 0.95 * (0.05 * 2.0 ** 2) + 0.05 * 4.0 ** 2  # m·(1 - m)·2² + (1 - m)·4², from 0
     np.testing.assert_allclose(rule.mean_squares[variable.ref()].numpy(), [mean_square], rtol=1e-6)
-    np.testing.assert_allclose(variable.numpy(), [1.0 - (2.0 + 2.0 / np.sqrt(mean_square) * 2.0 * 2.0 * 1.0)], rtol=1e-5)
+    corrected = mean_square / (1 - 0.95 ** 2)  # the mean of 2² and 4², weighted m : 1
+    np.testing.assert_allclose(variable.numpy(), [before - (4.0 + 2.0 / np.sqrt(corrected) * 4.0 * 4.0 * 1.0)], rtol=1e-5)
 
 
 def test_a_restarted_optimizer_runs_as_a_new_one_with_that_seed_through_one_traced_step():
@@ -145,6 +148,21 @@ def test_ssp_makes_a_worker_too_far_ahead_wait_and_gives_up_after_the_timeout():
     optimizer.begin_step(0)  # 2 - 1 = 1 ahead: within the bound, no wait
     assert float(optimizer.waited.numpy()) == waited and int(optimizer.timeouts.numpy()) == 1
     assert optimizer.clocks.numpy().tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("steps_scheduled, worker_1_in_a_step, timeouts", [
+    (2, False, 0),  # every scheduled step has begun and worker 1 is in none: it runs no more, nobody waits for it
+    (3, False, 1),  # one step not begun yet: worker 1 may take it, so worker 0 waits for it (and times out)
+    (3, True, 1),   # worker 1 is in a step: it will finish it, so worker 0 waits for it
+])
+def test_ssp_waits_only_for_a_worker_that_may_still_run_a_step(steps_scheduled, worker_1_in_a_step, timeouts):
+    variable, optimizer = sgd(num_workers=2, ssp_bound=0, max_wait_ms=40, steps_scheduled=steps_scheduled)
+    if worker_1_in_a_step:
+        optimizer.begin_step(1)
+    optimizer.apply([tf.constant([1.0])], optimizer.begin_step(0), worker=0)  # worker 0: 1 clock ahead
+    optimizer.begin_step(0)
+    assert int(optimizer.timeouts.numpy()) == timeouts
+    assert int(optimizer.max_lead.numpy()) == timeouts, "a step began 1 ahead only where the wait gave up"
 
 
 @pytest.mark.parametrize("make, message", [
@@ -216,22 +234,29 @@ def test_the_filter_check_rejects_wrong_runs(run, message):
         checks.dropped_exactly_the_stale(run, 1)
 
 
-def ssp_run(clocks, dropped=0, waited_seconds=1.0, timeouts=0):
+def ssp_run(clocks, dropped=0, waited_seconds=1.0, timeouts=0, max_lead=2):
     run = run_with([[90, 10]], dropped=dropped)
-    run.clocks, run.waited_seconds, run.timeouts = clocks, waited_seconds, timeouts
+    run.clocks, run.waited_seconds, run.timeouts, run.ssp_bound, run.max_lead = (
+        clocks, waited_seconds, timeouts, 2, max_lead)
     return run
 
 
 @pytest.mark.parametrize("ssp, message", [
     (ssp_run([50, 52], dropped=3), "drops nothing"),
     (ssp_run([50, 52], waited_seconds=0.0), "no worker waited"),
-    (ssp_run([40, 60]), "ran ahead without waiting"),
+    (ssp_run([40, 60], max_lead=20), "ran ahead without waiting"),
 ])
 def test_the_ssp_check_rejects_runs_that_did_not_wait(ssp, message):
     unbounded = ssp_run([30, 70], waited_seconds=0.0)
     checks.ssp_waited(ssp_run([50, 53]), unbounded, 2)
     with pytest.raises(AssertionError, match=message):
         checks.ssp_waited(ssp, unbounded, 2)
+
+
+def test_an_ssp_run_whose_wait_timed_out_reports_its_bound_broken():
+    broken = ssp_run([50, 54], timeouts=1, max_lead=3)
+    checks.ssp_waited(broken, ssp_run([30, 70], waited_seconds=0.0), 2)  # a timeout is allowed to break it...
+    assert not broken.bound_held and ssp_run([50, 52]).bound_held  # ...and the run says so
 
 
 @pytest.mark.parametrize("plain, aware, message", [
