@@ -1,4 +1,6 @@
 """Models for the labs, built with tf.keras (Keras 2 via tf_keras, see labkit/__init__)."""
+from dataclasses import dataclass
+
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import numpy as np
 import tensorflow as tf
@@ -117,24 +119,75 @@ def perplexity(model, ids, sequence_length, max_windows=512):
     return float(np.exp(np.mean(losses)))
 
 
-def count_model_perplexities(corpus, sequence_length, max_windows=512, smoothing=0.1):
-    """Validation perplexities of count models, on the same targets as ``perplexity`` scores.
+COUNT_MODELS = {"uniform": 0, "unigram": 1, "bigram": 2, "trigram": 3, "fourgram": 4}  # name: n of the n-gram
 
-    uniform: every token equally likely (perplexity = vocabulary size); unigram: token
-    frequencies of the training text; bigram: frequencies of the token after the previous
-    one. Counts get ``smoothing`` added, so unseen pairs are not impossible. A language
-    model must beat these to have learned more than letter frequencies.
+
+@dataclass(frozen=True)
+class CountModel:
+    """A count model's validation perplexity, and the add-k ``smoothing`` its counts got (None: uniform)."""
+
+    n: int
+    smoothing: float | None
+    perplexity: float
+
+
+def count_models(corpus, sequence_length, max_windows=512, smoothings=(1, 0.1, 0.01, 0.001)):
+    """The ladder of count models, scored on the same validation windows as ``perplexity``: {name: CountModel}.
+
+    uniform: every token equally likely (perplexity = vocabulary size). An n-gram (unigram: n = 1)
+    predicts a token from how often it followed the n - 1 tokens before it in the training text.
+    Each n-gram takes the k of ``smoothings`` that best predicts the last 10 % of the training text
+    from the counts of the rest: the validation text does not choose it.
     """
     size, train_ids = len(corpus.vocabulary), np.asarray(corpus.train_ids)
+    split = int(0.9 * len(train_ids))
+    held_out = token_windows(train_ids[split:], sequence_length, max_windows)
     windows = token_windows(corpus.validation_ids, sequence_length, max_windows)
-    previous, targets = windows[:, :-1].ravel(), windows[:, 1:].ravel()
-    unigram = (np.bincount(train_ids, minlength=size) + smoothing) / (len(train_ids) + smoothing * size)
-    pairs = np.zeros((size, size))
-    np.add.at(pairs, (train_ids[:-1], train_ids[1:]), 1)
-    bigram = (pairs + smoothing) / (pairs.sum(axis=1, keepdims=True) + smoothing * size)
-    return {"uniform": float(size),
-            "unigram": float(np.exp(-np.mean(np.log(unigram[targets])))),
-            "bigram": float(np.exp(-np.mean(np.log(bigram[previous, targets]))))}
+    ladder = {"uniform": CountModel(0, None, float(size))}
+    for name, n in list(COUNT_MODELS.items())[1:]:
+        smoothing = min(smoothings, key=lambda k: ngram_perplexity(train_ids[:split], held_out, n, k, size))
+        ladder[name] = CountModel(n, smoothing, ngram_perplexity(train_ids, windows, n, smoothing, size))
+    return ladder
+
+
+def ngram_perplexity(train_ids, windows, n, smoothing, vocab_size):
+    """Perplexity of an add-``smoothing`` n-gram counted on ``train_ids``, on every token of ``windows`` but the first.
+
+    p(token | context) = (count(context, token) + k) / (count(context) + k * vocab_size): an unseen
+    sequence is unlikely, never impossible. A token's context is the n - 1 tokens before it within
+    its window (fewer at the window's start), what the transformer sees of them.
+    """
+    train_ids = np.asarray(train_ids)
+    counts_with_token = {context: _sequence_counts(train_ids, context + 1, vocab_size) for context in range(n)}
+    counts_of_context = {context: _sequence_counts(train_ids[:-1], context, vocab_size)  # a token follows each
+                         for context in range(n)}
+    log_probabilities = []
+    for position in range(1, windows.shape[1]):
+        context = min(n - 1, position)
+        sequences = windows[:, position - context: position + 1]
+        numerator = _count_of(counts_with_token[context], sequences, vocab_size) + smoothing
+        denominator = _count_of(counts_of_context[context], sequences[:, :-1], vocab_size) + smoothing * vocab_size
+        log_probabilities.append(np.log(numerator / denominator))
+    return float(np.exp(-np.mean(log_probabilities)))
+
+
+def _sequence_counts(ids, length, vocab_size):
+    """The sequences of ``length`` consecutive ``ids`` as codes (sorted, each once) and how often each occurs."""
+    sequences = np.lib.stride_tricks.sliding_window_view(ids, length)
+    return np.unique(_codes(sequences, vocab_size), return_counts=True)
+
+
+def _count_of(counts, sequences, vocab_size):
+    """How often each row of ``sequences`` occurs in ``counts`` (from ``_sequence_counts``)."""
+    codes, numbers = counts
+    wanted = _codes(sequences, vocab_size)
+    index = np.minimum(np.searchsorted(codes, wanted), len(codes) - 1)
+    return np.where(codes[index] == wanted, numbers[index], 0)
+
+
+def _codes(sequences, vocab_size):
+    """Each row of token ids as one integer: its ids as the digits of a number in base ``vocab_size``."""
+    return sequences.astype(np.int64) @ vocab_size ** np.arange(sequences.shape[1] - 1, -1, -1, dtype=np.int64)
 
 
 def generate(model, corpus, prompt, length, sequence_length, temperature=0.8, seed=0):

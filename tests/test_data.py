@@ -205,18 +205,31 @@ def test_the_slot_check_rejects_slots_away_from_their_variable():
         checks.slots_beside_their_variables([])
 
 
-def test_count_model_baselines_and_the_baseline_check():
-    from labkit import checks, models
+def test_the_count_model_ladder_falls_with_context():
+    from labkit import models
     from labkit.data import load_text_corpus
 
-    baselines = models.count_model_perplexities(load_text_corpus(), sequence_length=64)
-    assert baselines["uniform"] == 101
-    assert baselines["uniform"] > baselines["unigram"] > baselines["bigram"] > 1
-    checks.beats_baseline(9.0, baselines, "bigram")
-    with pytest.raises(AssertionError, match="does not beat the bigram baseline"):
-        checks.beats_baseline(baselines["bigram"] + 0.5, baselines, "bigram")
-    with pytest.raises(ValueError, match="use one of uniform, unigram, bigram"):
-        checks.beats_baseline(9.0, baselines, "trigram")
+    ladder = models.count_models(load_text_corpus(), sequence_length=64, max_windows=256)
+    assert list(ladder) == list(models.COUNT_MODELS)
+    assert ladder["uniform"].perplexity == 101
+    perplexities = [count_model.perplexity for count_model in ladder.values()]
+    assert perplexities == sorted(perplexities, reverse=True) and perplexities[-1] > 1
+    assert all(count_model.smoothing in (1, 0.1, 0.01, 0.001) for count_model in list(ladder.values())[1:])
+
+
+def test_an_ngram_scores_each_token_with_its_smoothed_counts():
+    from labkit import models
+
+    alternating = np.array([0, 1] * 50)
+    assert models.ngram_perplexity(alternating, np.array([[0, 1, 0, 1]]), n=2, smoothing=0, vocab_size=2) == pytest.approx(1)
+    assert models.ngram_perplexity(alternating, np.array([[0, 1, 0, 1]]), n=1, smoothing=0, vocab_size=2) == pytest.approx(2)
+    train_ids = np.array([0, 1, 2, 0, 1, 0, 2, 2, 1, 0, 0])  # 0 is followed by 1 twice, by 0 and 2 once each
+    assert models.ngram_perplexity(train_ids, np.array([[0, 1]]), 2, 0.5, 3) == pytest.approx((4 + 3 * 0.5) / (2 + 0.5))
+    for n in (1, 2, 3):  # after the context (2, 0), the probabilities of the three tokens sum to 1
+        first = 1 / models.ngram_perplexity(train_ids, np.array([[2, 0]]), n, 0.5, 3)
+        probabilities = [1 / models.ngram_perplexity(train_ids, np.array([[2, 0, token]]), n, 0.5, 3) ** 2 / first
+                         for token in range(3)]
+        assert sum(probabilities) == pytest.approx(1)
 
 
 def test_the_lookup_check_rejects_deduplicated_or_whole_table_traffic():

@@ -1,13 +1,13 @@
 """Checks of notebook 04 (the mini transformer language model)."""
+from labkit.checks.core import require
 
 
 def beats_baseline(perplexity, baselines, baseline):
-    """The model's ``perplexity`` is below the ``baseline`` entry of ``baselines`` (e.g. "bigram")."""
+    """The model's ``perplexity`` is below the ``baseline`` entry of ``baselines`` (e.g. "trigram")."""
     if baseline not in baselines:
         raise ValueError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines)}.")
-    if not perplexity < baselines[baseline]:
-        raise AssertionError(f"validation perplexity {perplexity:.2f} does not beat the {baseline} baseline "
-                             f"({baselines[baseline]:.2f}): train for more steps.")
+    require(perplexity < baselines[baseline], f"validation perplexity {perplexity:.2f} does not beat the {baseline} "
+                                              f"count model ({baselines[baseline]:.2f}): train for more steps.")
 
 
 def lookup_sends_rows(lookup_bytes, rows_bytes):
