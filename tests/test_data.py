@@ -220,9 +220,9 @@ def test_the_count_model_ladder_falls_with_context():
 def test_an_ngram_scores_each_token_with_its_smoothed_counts():
     from labkit import models
 
-    alternating = np.array([0, 1] * 50)
-    assert models.ngram_perplexity(alternating, np.array([[0, 1, 0, 1]]), n=2, smoothing=0, vocab_size=2) == pytest.approx(1)
-    assert models.ngram_perplexity(alternating, np.array([[0, 1, 0, 1]]), n=1, smoothing=0, vocab_size=2) == pytest.approx(2)
+    alternating, windows = np.array([0, 1] * 50), np.array([[0, 1, 0, 1]])
+    assert models.ngram_perplexity(alternating, windows, n=2, smoothing=0, vocab_size=2) == pytest.approx(1)
+    assert models.ngram_perplexity(alternating, windows, n=1, smoothing=0, vocab_size=2) == pytest.approx(2)
     train_ids = np.array([0, 1, 2, 0, 1, 0, 2, 2, 1, 0, 0])  # 0 is followed by 1 twice, by 0 and 2 once each
     assert models.ngram_perplexity(train_ids, np.array([[0, 1]]), 2, 0.5, 3) == pytest.approx((4 + 3 * 0.5) / (2 + 0.5))
     for n in (1, 2, 3):  # after the context (2, 0), the probabilities of the three tokens sum to 1
