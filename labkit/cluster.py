@@ -269,6 +269,12 @@ class LocalCluster:
             raise PortInUseError(f"the chief's port {self.chief_port}, where this process must listen as the "
                                  "coordinator, was taken by another program after the cluster started. "
                                  "Stop that program, or stop this cluster and start a new one (new ports).")
+        dead = [task.name for task in self.tasks if not task.alive()]
+        if dead:
+            raise ClusterStartError(f"{', '.join(dead)} is dead, and a strategy cannot connect to a cluster with a "
+                                    f"dead task (TensorFlow would wait forever): restart it first, "
+                                    f"cluster.restart({dead[0]!r}).")
+        tfruntime.stop_reconnecting_coordinators()
         tfruntime.free_unreachable_functions_before_reconnecting()
         return tf.distribute.ParameterServerStrategy(self.resolver(), **kwargs)
 

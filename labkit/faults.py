@@ -119,7 +119,7 @@ class FaultInjector:
     def __call__(self, job, report, scheduled_to, more):
         """Apply the faults due; return the step counter read right before a parameter server was killed, or None."""
         beyond = (job.num_workers if more else 0) * job.steps_per_closure
-        killed_ps_at = None
+        killed_ps_at, restarted = None, []
         while self.pending and self.pending[0].step + beyond <= scheduled_to:
             fault = self.pending.pop(0)
             if fault.action == "kill":
@@ -128,17 +128,16 @@ class FaultInjector:
                 report.timeline.add(reached, f"killed {fault.task}")
                 killed_ps_at = reached if fault.task.startswith("ps") else killed_ps_at
             else:
-                self._restart(fault.task, report.timeline, fault.step)
+                report.timeline.add(fault.step, f"restarting {fault.task}")  # the driver waits while it starts
+                self.cluster.restart(fault.task)
+                pid = self.cluster.task(fault.task).pid
+                self.restarted[fault.task] = (pid, cpu_seconds(pid))
+                report.timeline.add(fault.step, f"restarted {fault.task}")
+                restarted.append(fault)
+        for fault in restarted:  # after every restart due: the coordinator reconnects once no worker is dead
+            if _wait_until_reconnected(*self.restarted[fault.task]):
+                report.timeline.add(fault.step, f"the coordinator reconnected {fault.task}")
         return killed_ps_at
-
-    def _restart(self, task, timeline, step):
-        timeline.add(step, f"restarting {task}")  # the driver waits while its new process starts
-        self.cluster.restart(task)
-        pid = self.cluster.task(task).pid
-        self.restarted[task] = (pid, cpu_seconds(pid))
-        timeline.add(step, f"restarted {task}")
-        if _wait_until_reconnected(*self.restarted[task]):
-            timeline.add(step, f"the coordinator reconnected {task}")
 
 
 def train_with_faults(cluster, make_job, num_steps, checkpoint_dir, checkpoint_every=100, faults=(), evaluate=None):

@@ -67,7 +67,7 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
     ``dataset_fn``: where the workers' batches come from; by default
     ``labkit.data.mnist_dataset_fn(data, batch_size)`` (each worker reads the arrays from files).
     """
-    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    strategy = connect(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
         model = models.mnist_mlp(learning_rate=learning_rate)
@@ -78,6 +78,29 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
                        train.per_worker_iterator(coordinator, dataset_fn or train.mnist_dataset_fn(data, batch_size)),
                        steps_per_closure,
                        resolver.cluster_spec().num_tasks("worker"))
+
+
+def connect(resolver, timeout=60.0):
+    """A ParameterServerStrategy on ``resolver``'s cluster, once every worker and PS accepts connections.
+
+    TensorFlow's strategy waits forever while any task of its cluster is down, so a process that
+    connects to a cluster with a dead worker or PS hangs. This waits at most ``timeout`` seconds,
+    then raises a TimeoutError that names the tasks that do not answer.
+    """
+    spec = resolver.cluster_spec()
+    addresses = {f"{task_type}:{index}": spec.task_address(task_type, index)
+                 for task_type in ("worker", "ps") if task_type in spec.jobs for index in spec.task_indices(task_type)}
+
+    def silent():
+        return [name for name, address in addresses.items()
+                if not processes.accepts_connections(int(address.rpartition(":")[2]), host=address.rpartition(":")[0])]
+
+    processes.wait_until(lambda: not silent(), timeout, "every worker and parameter server to accept connections",
+                         interval=0.2, error=lambda message: TimeoutError(
+                             f"{message}: {', '.join(silent())} did not answer. A strategy cannot connect to a "
+                             "cluster with a dead task (TensorFlow would wait forever): restart it "
+                             "(LocalCluster.restart(task), or the cluster manager's way), then build the job again."))
+    return tf.distribute.ParameterServerStrategy(resolver)
 
 
 @dataclass(kw_only=True)
@@ -101,28 +124,30 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
     names (None: a failure is raised, for whoever runs this program to restart it). ``evaluate(model)``
     returns a dict after each checkpoint. ``after_schedule(job, report, scheduled_to, more)`` runs after
     each closure is scheduled (fault injection); it returns the step counter it read before it killed
-    a parameter server, or None. ``echo`` prints the timeline as it grows.
+    a parameter server, or None. ``echo`` prints the timeline as it grows. A failure during a recovery
+    (a PS that dies again before training goes on) is part of that recovery; after ``max_recoveries``
+    failures the error is raised.
     """
     report = RecoveryReport(timeline=Timeline(echo=echo))
-    failure = None
+    failure, failures, step = None, 0, 0
     while True:
-        job = None  # the failed job, and earlier jobs' functions, go now, while nothing reconnects the cluster
-        tfruntime.free_unreachable_functions_before_reconnecting()
-        job = make_job()                                                       # rebuild: connects again
-        checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
-        manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
-        if manager.latest_checkpoint:
-            checkpoint.restore(manager.latest_checkpoint)                      # restore
-        step = int(job.optimizer.iterations.numpy())
-        report.timeline.add(step, loglines.resumed_line(step) if step else "started")
-        refused = wait_until_workers_reach_parameter_servers(job)              # a restarted PS can refuse for a moment
-        if failure:
-            report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
-            failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
-                           seconds=time.monotonic() - failure.pop("began"))
-            report.recoveries.append(failure)
-        completed, killed_at = [], None
+        job, completed, killed_at = None, [], None  # the failed job goes now, while nothing reconnects
         try:
+            tfruntime.free_unreachable_functions_before_reconnecting()
+            job = make_job()                                                   # rebuild: connects again
+            checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
+            manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
+            if manager.latest_checkpoint:
+                checkpoint.restore(manager.latest_checkpoint)                  # restore
+            step = int(job.optimizer.iterations.numpy())
+            report.timeline.add(step, loglines.resumed_line(step) if step else "started")
+            refused = wait_until_workers_reach_parameter_servers(job)          # a restarted PS can refuse for a moment
+            if failure:
+                report.timeline.add(step, f"every worker reaches the parameter servers ({refused} refused tries)")
+                failure.update(resumed_from_step=step, steps_lost=failure["failed_at_step"] - step,
+                               seconds=time.monotonic() - failure.pop("began"))
+                report.recoveries.append(failure)
+                failure = None
             while step < num_steps:                                            # continue
                 completed = []
                 closures = math.ceil(min(checkpoint_every, num_steps - step) / job.steps_per_closure)
@@ -133,7 +158,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                         read = after_schedule(job, report, step + closure * job.steps_per_closure, closure < closures)
                         killed_at = killed_at if read is None else read
                 job.coordinator.join()
-                step = int(job.optimizer.iterations.numpy())
+                step, completed = int(job.optimizer.iterations.numpy()), []  # their steps now count in step
                 manager.save(checkpoint_number=step)                           # checkpoint
                 record_row(report, step, job.model, evaluate)
                 report.timeline.add(step, loglines.CHECKPOINT_SAVED)
@@ -142,17 +167,23 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             report.timeline.add(step, "training finished")
             return report
         except PS_FAILURES as error:                                           # catch
-            # Progress when the PS died, whose updates died with it: the step counter read right before
-            # an injected kill, else the checkpoint's step plus the closures that completed.
-            failed_at = killed_at if killed_at is not None else \
-                step + job.steps_per_closure * sum(succeeded(value) for value in completed)
-            failure = {"failed_at_step": failed_at, "began": time.monotonic()}
-            report.timeline.add(failed_at, f"{type(error).__name__}: a parameter server is gone "
-                                           f"({first_line(error.message)})")
-            if restart is None or len(report.recoveries) >= max_recoveries:
+            failures += 1
+            if failure is None:
+                # Progress when the PS died, whose updates died with it: the step counter read right before
+                # an injected kill, else the checkpoint's step plus the closures that completed.
+                failed_at = killed_at if killed_at is not None else \
+                    step + job.steps_per_closure * sum(succeeded(value) for value in completed)
+                failure = {"failed_at_step": failed_at, "began": time.monotonic()}
+            report.timeline.add(failure["failed_at_step"], f"{type(error).__name__}: a parameter server is gone "
+                                                           f"({first_line(error.message)})")
+            if job is not None:  # its worker-failure thread must not reconnect while tasks restart
+                tfruntime.stop_reconnecting(job.coordinator)
+            if restart is None or failures > max_recoveries:
                 raise
             for task in restart():                                             # restart
-                report.timeline.add(failed_at, f"restarted {task}")
+                report.timeline.add(failure["failed_at_step"], f"restarted {task}")
+            if job is not None:
+                stop_coordinator(job.coordinator)
 
 
 def restart_dead_tasks(cluster):
@@ -195,6 +226,15 @@ def wait_until_workers_reach_parameter_servers(job, timeout=60.0):
                              f"{message}: worker {waiting[0]} still cannot ({len(refusals)} refused tries; "
                              f"the last: {first_line(refusals[-1].message)})"))
     return len(refusals)
+
+
+def stop_coordinator(coordinator):
+    """Stop a failed job's coordinator once its worker-failure thread has ended (``tfruntime.stop_coordinator``),
+    or raise a RuntimeError that says what to do: reconnecting while that thread runs crashes the process."""
+    if not tfruntime.stop_coordinator(coordinator):
+        raise RuntimeError("the failed coordinator's worker-failure thread is still reconnecting after 30 s, and "
+                           "a new connection now could crash this process. Stop the cluster (cluster.stop()) "
+                           "and start a new one, or restart the kernel.")
 
 
 def first_line(message, width=120):

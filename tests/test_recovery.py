@@ -2,6 +2,8 @@
 completes from the checkpoint; a fake job checks the accounting where a cluster adds nothing; the
 coordinator program runs the driver without importing a lab."""
 import ast
+import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ def test_a_killed_worker_and_a_killed_parameter_server_cost_no_training(tmp_path
 
     def kill_worker_then_ps(job, report, scheduled_to, more):
         """Kill worker:1 once 40 steps are scheduled and restart it at 70; kill ps:0 at 130 (after the
-        checkpoint at 100). (A worker still dead when the PS dies crashed TensorFlow in the rebuild.)"""
+        checkpoint at 100). tests/test_fault_matrix.py kills them in other orders and combinations."""
         for event, due in (("killed worker:1", 40), ("restarted worker:1", 70), ("killed ps:0", 130)):
             if scheduled_to >= due and event not in done:
                 action, task = event.split()
@@ -50,10 +52,16 @@ def test_a_killed_worker_and_a_killed_parameter_server_cost_no_training(tmp_path
 
 class FlakyCoordinator:
     """Runs each closure at once; from step ``fail_at`` on, while ``failing``, its closures fail as if
-    the parameter server were gone, and ``join`` raises UnavailableError."""
+    the parameter server were gone, and ``join`` raises UnavailableError. ``_cluster`` is what
+    ``tfruntime.stop_coordinator`` reaches into: a failure handler whose thread has ended."""
 
     def __init__(self, optimizer, failing):
         self.optimizer, self.failing, self.failed = optimizer, failing, False
+        ended = threading.Thread(target=lambda: None)
+        ended.start()
+        handler = types.SimpleNamespace(_preemption_handler_thread=ended,
+                                        _cluster_due_for_update_or_finish=threading.Event())
+        self._cluster = types.SimpleNamespace(failure_handler=handler, stop=lambda: None)
 
     def schedule(self, function, args):
         if self.failing and int(self.optimizer.iterations.numpy()) >= self.failing[0]:

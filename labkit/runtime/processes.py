@@ -82,10 +82,10 @@ def listening(pid, port):
     return any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets)
 
 
-def accepts_connections(port, timeout=0.5):
-    """True if something on this machine accepts a TCP connection on ``port``."""
+def accepts_connections(port, timeout=0.5, host="127.0.0.1"):
+    """True if something accepts a TCP connection on ``port`` of ``host`` (by default, this machine)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False

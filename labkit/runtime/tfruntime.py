@@ -162,6 +162,52 @@ def free_unreachable_functions_before_reconnecting():
     gc.collect()
 
 
+def stop_reconnecting_coordinators(timeout=30.0):
+    """Before a new strategy connects: stop every coordinator of this process that is reconnecting a
+    worker that died, and wait for it (its call ends once the dead task is back). Its
+    ``update_server_def`` and the new strategy's at once would crash the process (``stop_reconnecting``).
+    Raises a RuntimeError that says what to do if one still waits after ``timeout`` seconds.
+    """
+    from tensorflow.python.distribute.coordinator.cluster_coordinator import ClusterCoordinator
+
+    reconnecting = [found for found in gc.get_objects() if isinstance(found, ClusterCoordinator)
+                    and found._cluster.failure_handler._cluster_due_for_update_or_finish.is_set()]  # noqa: SLF001
+    for coordinator in reconnecting:
+        stop_reconnecting(coordinator)
+    if not all([stop_coordinator(coordinator, timeout) for coordinator in reconnecting]):
+        raise RuntimeError("an earlier coordinator is still reconnecting a dead task, and a new connection now "
+                           "could crash this process: restart the dead tasks (LocalCluster.restart) and try "
+                           "again, or stop the cluster and start a new one.")
+
+
+def stop_reconnecting(coordinator):
+    """Tell a ``ClusterCoordinator`` that will not be used again to stop reconnecting dead workers.
+
+    While a worker is dead, the coordinator's worker-failure thread calls ``update_server_def`` to
+    reconnect it, and that call blocks until the dead tasks answer again. Left alone after a
+    parameter server failure, it completed while the dead tasks restarted and a new strategy
+    connected: two ``update_server_def`` calls at once crashed the process (a segfault). Returns at
+    once; the thread ends when its current call does (``stop_coordinator`` waits for it). TensorFlow
+    offers no public way to do this (its own ``stop()`` waits for a lock that call holds).
+    """
+    handler = coordinator._cluster.failure_handler  # noqa: SLF001
+    handler._should_preemption_thread_run = False  # noqa: SLF001
+    handler._cluster_due_for_update_or_finish.set()  # noqa: SLF001
+
+
+def stop_coordinator(coordinator, timeout=30.0):
+    """Stop a ``ClusterCoordinator`` that will not be used again, once its worker-failure thread has
+    ended (``stop_reconnecting``); False if the thread still runs after ``timeout`` seconds (it waits
+    for a task that is still dead): then nothing is stopped, and a new connection is not safe."""
+    stop_reconnecting(coordinator)
+    handler_thread = coordinator._cluster.failure_handler._preemption_handler_thread  # noqa: SLF001
+    handler_thread.join(timeout)
+    if handler_thread.is_alive():
+        return False
+    coordinator._cluster.stop()  # noqa: SLF001
+    return True
+
+
 def _addresses(server_def):
     return {address for job in server_def.cluster.job for address in job.tasks.values()}
 
