@@ -1,22 +1,33 @@
-"""Repeat the worker, parameter-server and coordinator kill scenarios and count the failures.
+"""Repeat the fault matrix's kill scenarios and count the failures.
 
-    python scripts/stress_faults.py --rounds 20            # all three kinds, 20 rounds each
-    python scripts/stress_faults.py --rounds 5 --kinds ps
+    python scripts/stress_faults.py --rounds 20            # every kind, 20 rounds each
+    python scripts/stress_faults.py --rounds 5 --kinds ps worker-then-ps
 
-A round fails if it raises or its outcome is wrong: a worker kill must cost no recovery, one
-PS kill must give exactly one recovery from the checkpoint before it, and a killed coordinator
-must resume from a checkpoint and finish. Each kind runs in a child process with its own small
-cluster (2 workers, 1 PS); a child that crashes fails its round, and a new child goes on.
+A round fails if it raises or its outcome is wrong. Kinds: a worker killed and restarted (no
+recovery); a PS killed (one recovery, from the checkpoint before it); the coordinator program
+killed after a checkpoint (it resumes and finishes); and the combinations: a worker dead when a
+PS dies, every worker dead at once then restarted, two PS failures in a row, a PS that dies again
+while its recovery restores, a PS killed while a checkpoint is being written (the latest complete
+checkpoint is restored), and the coordinator program killed while a worker is dead (the new one
+waits until the worker is back). Every round must finish its steps, each recovery losing at most
+one checkpoint interval, with every task alive at the end. Each kind runs in a child process with
+its own small cluster (2 workers, 1 PS); a child that crashes fails its round, and a new child
+goes on. tests/test_fault_matrix.py runs one round of each combination.
 """
 import argparse
 import faulthandler
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from pathlib import Path
 
 import labkit
-from labkit import faults
+import tensorflow as tf
+
+from labkit import checks, faults, recovery
+from labkit.checks.core import CheckFailed
 from labkit.data import load_mnist
 from labkit.runtime import loglines
 
@@ -26,10 +37,27 @@ PS_KILL_STEP = 70
 COORDINATOR_KILL = loglines.timeline_event(40, loglines.CHECKPOINT_SAVED)
 
 
-def recovery_run(cluster, data, injected_faults):
-    return faults.train_with_faults(cluster, lambda: faults.mnist_job(cluster.resolver(), data), NUM_STEPS,
-                                    tempfile.mkdtemp(prefix="labkit-stress-"), CHECKPOINT_EVERY,
-                                    faults=injected_faults)
+def recovery_run(cluster, data, injected_faults=(), make_job=None, restart=None, checkpoint_dir=None):
+    """``faults.train_with_faults``-like run of the recovery driver with hooks a matrix case needs."""
+    make_job = make_job or (lambda: faults.mnist_job(cluster.resolver(), data))
+    return recovery.train_with_recovery(
+        make_job, NUM_STEPS, checkpoint_dir or tempfile.mkdtemp(prefix="labkit-stress-"), CHECKPOINT_EVERY,
+        restart=restart or (lambda: recovery.restart_dead_tasks(cluster)),
+        after_schedule=faults.FaultInjector(cluster, injected_faults))
+
+
+def outcome(report, cluster, ps_failures):
+    """The problem with a run that had ``ps_failures`` recoveries, or None: each recovery resumed from the
+    checkpoint before its failure (at most one interval lost), the run finished, every task is alive."""
+    dead = [row["task"] for row in cluster.status() if not row["alive"]]
+    try:
+        checks.one_recovery_per_failure(report, ps_failures, NUM_STEPS)
+    except CheckFailed as failed:
+        return str(failed)
+    lost = [recovery["steps_lost"] for recovery in report.recoveries if recovery["steps_lost"] > CHECKPOINT_EVERY]
+    if lost or dead:
+        return f"steps lost {lost} (more than one interval), dead tasks at the end {dead}"
+    return None
 
 
 def worker_round(cluster, data):
@@ -48,20 +76,113 @@ def ps_round(cluster, data):
     return None
 
 
-def coordinator_round(cluster, data):
-    arguments = ["--checkpoint-dir", tempfile.mkdtemp(prefix="labkit-stress-"), "--num-steps", str(NUM_STEPS),
-                 "--checkpoint-every", str(CHECKPOINT_EVERY)]
-    _, lines, _ = faults.kill_and_restart_coordinator(cluster, arguments, kill_when=COORDINATOR_KILL,
-                                                      resumed_when=loglines.RESUMED,
-                                                      finished_when=loglines.FINISHED)
+def worker_then_ps_round(cluster, data):
+    """A worker dies and stays dead; then the PS dies."""
+    report = recovery_run(cluster, data, [faults.Fault(30, "worker:1"), faults.Fault(PS_KILL_STEP, "ps:0")])
+    return outcome(report, cluster, 1)
+
+
+def all_workers_round(cluster, data):
+    """Every worker dies at once; both are restarted a little later: no recovery needed."""
+    report = recovery_run(cluster, data, [faults.Fault(50, "worker:0"), faults.Fault(50, "worker:1"),
+                                          faults.Fault(60, "worker:0", "restart"),
+                                          faults.Fault(60, "worker:1", "restart")])
+    return outcome(report, cluster, 0)
+
+
+def ps_twice_round(cluster, data):
+    """The PS dies, and dies again after the recovery."""
+    report = recovery_run(cluster, data, [faults.Fault(50, "ps:0"), faults.Fault(PS_KILL_STEP + 20, "ps:0")])
+    return outcome(report, cluster, 2)
+
+
+def ps_again_during_recovery_round(cluster, data):
+    """The PS dies; its new process dies too, right after the rebuilt job connects, before the restore."""
+    builds = []
+
+    def make_job():
+        job = faults.mnist_job(cluster.resolver(), data)
+        builds.append(job)
+        if len(builds) == 2:  # the first rebuild
+            cluster.kill("ps:0")
+        return job
+    report = recovery_run(cluster, data, [faults.Fault(PS_KILL_STEP, "ps:0")], make_job=make_job)
+    if len(builds) != 3:
+        return f"the job was built {len(builds)} times, not 3 (the start, the failed rebuild, the recovery)"
+    return outcome(report, cluster, 1)
+
+
+def ps_during_save_round(cluster, data, ballast_floats=5_000_000):
+    """The PS is killed while the second checkpoint is being written: the first one is restored."""
+    checkpoint_dir = Path(tempfile.mkdtemp(prefix="labkit-stress-"))
+
+    def make_job():  # 20 MB more on the PS: a save lasts long enough to be interrupted
+        job = faults.mnist_job(cluster.resolver(), data)
+        with job.strategy.scope():
+            job.model.ballast = tf.Variable(tf.zeros([ballast_floats]))
+        return job
+
+    def kill_during_second_save(saves_begun=2):
+        """Kill ps:0 once the second save's temporary files appear (the first is complete by then)."""
+        seen = set()
+        while len(seen) < saves_begun:
+            seen |= {path.name.split("_temp")[0] for path in checkpoint_dir.glob("*_temp*")}
+            time.sleep(0.002)
+        cluster.kill("ps:0")
+    killer = threading.Thread(target=kill_during_second_save, daemon=True)
+    killer.start()
+    report = recovery_run(cluster, data, make_job=make_job, checkpoint_dir=checkpoint_dir)
+    killer.join(timeout=1)
+    [recovered] = report.recoveries or [{}]
+    if recovered.get("resumed_from_step") != report.step[0]:
+        return f"the run did not resume from its first checkpoint (step {report.step[0]}): {report.recoveries}"
+    return outcome(report, cluster, 1)
+
+
+def coordinator_arguments():
+    return ["--checkpoint-dir", tempfile.mkdtemp(prefix="labkit-stress-"), "--num-steps", str(NUM_STEPS),
+            "--checkpoint-every", str(CHECKPOINT_EVERY)]
+
+
+def coordinator_outcome(lines):
+    """The problem with a restarted coordinator program's lines, or None: it resumed from a checkpoint and finished."""
     resumed = [loglines.resumed_step(line) for line in lines if loglines.RESUMED in line]
-    if resumed not in ([40], [80]) or loglines.finished(lines[-1]) is None \
-            or loglines.finished(lines[-1])[0] != NUM_STEPS:
+    finished = loglines.finished(lines[-1])
+    if resumed not in ([40], [80]) or finished is None or finished[0] != NUM_STEPS:
         return f"resumed: {resumed}, last line: {lines[-1]}"
     return None
 
 
-ROUNDS = {"worker": worker_round, "ps": ps_round, "coordinator": coordinator_round}
+def coordinator_round(cluster, data):
+    _, lines, _ = faults.kill_and_restart_coordinator(cluster, coordinator_arguments(), kill_when=COORDINATOR_KILL,
+                                                      resumed_when=loglines.RESUMED,
+                                                      finished_when=loglines.FINISHED)
+    return coordinator_outcome(lines)
+
+
+def coordinator_while_worker_dead_round(cluster, data, dead_seconds=3.0):
+    """worker:1 dies, then the coordinator program; the new program waits until worker:1 is back, which
+    happens ``dead_seconds`` later (as a cluster manager would restart it), and resumes."""
+    arguments = coordinator_arguments()
+    first = faults.start_coordinator(cluster, *arguments)
+    faults.read_until(first, COORDINATOR_KILL)
+    cluster.kill("worker:1")
+    first.kill()
+    first.wait()
+    back = threading.Timer(dead_seconds, cluster.restart, args=("worker:1",))
+    back.start()
+    second = faults.start_coordinator(cluster, *arguments)
+    lines = faults.read_until(second, loglines.FINISHED)
+    back.join()
+    if second.wait() != 0:
+        return f"the restarted coordinator exited with code {second.returncode}: {lines[-3:]}"
+    return coordinator_outcome(lines)
+
+
+ROUNDS = {"worker": worker_round, "ps": ps_round, "coordinator": coordinator_round,
+          "worker-then-ps": worker_then_ps_round, "all-workers": all_workers_round, "ps-twice": ps_twice_round,
+          "ps-again-during-recovery": ps_again_during_recovery_round, "ps-during-save": ps_during_save_round,
+          "coordinator-while-worker-dead": coordinator_while_worker_dead_round}
 
 
 def run_rounds(kind, rounds, first_round):
@@ -75,7 +196,7 @@ def run_rounds(kind, rounds, first_round):
                 problem = ROUNDS[kind](cluster, data)
             except Exception as error:  # a failed round is counted, not fatal
                 problem = f"{type(error).__name__}: {str(error).strip().splitlines()[0][:200]}"
-            print(f"{kind:<11} round {round_number:>3}: {'FAILED ' + problem if problem else 'ok'} "
+            print(f"{kind:<29} round {round_number:>3}: {'FAILED ' + problem if problem else 'ok'} "
                   f"({time.monotonic() - began:.0f} s)", flush=True)
             for row in cluster.status():
                 if not row["alive"]:
@@ -100,7 +221,7 @@ def stress(kind, rounds):
         if child.wait() != 0 and done < rounds:
             done += 1
             failures += 1
-            print(f"{kind:<11} round {done:>3}: FAILED the process died with exit code {child.returncode}",
+            print(f"{kind:<29} round {done:>3}: FAILED the process died with exit code {child.returncode}",
                   flush=True)
     return failures
 
@@ -118,7 +239,7 @@ def main(argv=None):
     failures = {kind: stress(kind, args.rounds) for kind in args.kinds}
     print("\nfailed rounds per kind:")
     for kind, failed in failures.items():
-        print(f"  {kind:<11} {failed} of {args.rounds}")
+        print(f"  {kind:<29} {failed} of {args.rounds}")
     return 1 if sum(failures.values()) else 0
 
 
