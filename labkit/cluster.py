@@ -78,7 +78,9 @@ class Task:
         return self.process.pid if self.process else None
 
     def alive(self):
-        return self.process is not None and self.process.poll() is None
+        """True while the task's process runs. Not ``poll()`` alone: while another thread reaps a task it
+        killed (a fault injector's), ``poll()`` still says running; the process is then a zombie."""
+        return self.process is not None and self.process.poll() is None and processes.running(self.pid)
 
     def serving(self):
         """True once this task's own process listens on its port and accepts a connection."""

@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 
@@ -83,19 +84,38 @@ class KillAtStep(processes.Watcher):
         return reached is None or self.killed_at is not None
 
 
-def save_while_killing(cluster, task, manager, delay_seconds, checkpoint_number):
-    """``manager.save(checkpoint_number)`` with ``task`` killed ``delay_seconds`` after the save starts.
+class KillDuringSave(processes.Watcher):
+    """While the block runs, kill ``task`` of ``cluster`` once (SIGKILL) as soon as the ``save``-th checkpoint
+    save into ``checkpoint_dir`` has begun writing: its temporary files (``ckpt-N_temp``) are there.
+
+    ``killed_during`` is the name of the checkpoint whose save was interrupted (None if none was).
+    """
+
+    def __init__(self, cluster, task, checkpoint_dir, save=1, interval=0.002):
+        super().__init__(interval)
+        self.cluster, self.task, self.checkpoint_dir, self.save = cluster, task, Path(checkpoint_dir), save
+        self.killed_during, self._begun = None, set()
+
+    def poll(self):
+        """True (stop watching) once the task was killed."""
+        self._begun |= {path.name.split("_temp")[0] for path in self.checkpoint_dir.glob("*_temp*")}
+        if len(self._begun) >= self.save:
+            self.killed_during = sorted(self._begun, key=lambda name: int(name.rpartition("-")[2]))[-1]
+            self.cluster.kill(self.task)
+        return self.killed_during is not None
+
+
+def save_while_killing(cluster, task, manager, checkpoint_number):
+    """``manager.save(checkpoint_number)`` with ``task`` killed as soon as the save has begun writing files.
 
     Returns the error the save raised, or None if it finished before the kill.
     """
-    timer = kill_after(cluster, task, delay_seconds)
-    try:
-        manager.save(checkpoint_number=checkpoint_number)
-        return None
-    except PS_FAILURES as error:
-        return error
-    finally:
-        timer.join()
+    with KillDuringSave(cluster, task, manager.directory):
+        try:
+            manager.save(checkpoint_number=checkpoint_number)
+            return None
+        except PS_FAILURES as error:
+            return error
 
 
 def random_faults(tasks, count, num_steps, seed=0):

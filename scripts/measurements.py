@@ -8,7 +8,8 @@ It runs, one after the other, each into its own folder of runs/measurements/:
 ``make test-fast`` and ``make test`` (as CI runs them: each tier's test time, tests/tier_times.py);
 ``labkit bench startup``; every notebook and every exercise solution at its defaults
 (``labkit sweep`` without -p: wall time, peak memory, the results it records); and
-``labkit bench --report`` (notebook 08 over the full speed sweep). It is resumable: an item
+``labkit bench --report`` (notebook 08 over the full speed sweep); and ``scripts/stress_faults.py``
+(every kind of the fault matrix, STRESS_ROUNDS rounds each). It is resumable: an item
 that finished is kept, one that failed or was interrupted is run again. Each item's start,
 end, duration and load average are logged in runs/measurements/log.json; the page's heading
 gives the total, so the page says how long a full run takes.
@@ -49,6 +50,9 @@ VARIANTS = [
 ]
 
 
+# Rounds of each kind of scripts/stress_faults.py (the fault matrix); they train on the offline subset.
+STRESS_ROUNDS = 20
+
 # The MNIST source of the tests item: none set, as in CI (the tests pick theirs).
 AS_CI = "as-ci"
 # The pytest calls of `make test-fast` and `make test`, by the file tests/tier_times.py writes for each.
@@ -70,6 +74,9 @@ def items():
                                      "--out", str(folder)], source))
     found.append(("bench-report", OUT / "bench-report",
                   [*LABKIT, "bench", "--report", "--out", str(OUT / "bench-report")], None))
+    found.append(("stress", OUT / "stress", [sys.executable, str(ROOT / "scripts" / "stress_faults.py"),
+                                             "--rounds", str(STRESS_ROUNDS), "--json", str(OUT / "stress" / "stress.json")],
+                  "offline-subset"))
     return found
 
 
@@ -78,8 +85,8 @@ def finished(name, folder):
     if name == "tests":
         calls = [read_json(folder / f"{call}.json") for call, _ in TEST_CALLS]
         return all(call and call["exit_status"] == 0 for call in calls)
-    if name in ("startup", "bench-report"):
-        return (folder / ("startup.json" if name == "startup" else "results.json")).exists()
+    if name in ("startup", "bench-report", "stress"):
+        return (folder / {"startup": "startup.json", "bench-report": "results.json", "stress": "stress.json"}[name]).exists()
     rows = read_csv(folder / "results.csv")
     return bool(rows) and all(row["status"] == "ok" for row in rows)
 
@@ -141,6 +148,7 @@ def page():
     lines += notebooks_section("solutions", "Exercise solutions at their defaults", log)
     lines += variants_section(log)
     lines += bench_section(log)
+    lines += stress_section(log)
     lines += [MEMORY]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -309,6 +317,19 @@ def bench_section(log):
     return lines + [f"Settings: {settings} ({load_of(log, 'bench-report')}). Medians of the timed intervals;",
                     "`runs/measurements/bench-report/results.csv` has every column.", "",
                     "```", format_table(document["results"]), "```", ""]
+
+
+def stress_section(log):
+    lines = ["## Fault matrix (`scripts/stress_faults.py`)", ""]
+    path = OUT / "stress" / "stress.json"
+    if not path.exists():
+        return lines + ["Not measured yet.", ""]
+    counts = json.loads(path.read_text())
+    return lines + [f"Each kind of failure {counts['rounds']} times, each round on a cluster of 2 workers and 1 PS "
+                    f"({load_of(log, 'stress')}); a round fails if it raises, its process dies, or it does not",
+                    "finish its steps with one recovery per PS failure from the checkpoint before it and every task alive.", "",
+                    "| kind | failed rounds |", "|---|---|",
+                    *[f"| {kind} | {failed} of {counts['rounds']} |" for kind, failed in counts["failed"].items()], ""]
 
 
 # ----- what the other pages and the package take from the measurements -----------------

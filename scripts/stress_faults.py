@@ -2,6 +2,7 @@
 
     python scripts/stress_faults.py --rounds 20            # every kind, 20 rounds each
     python scripts/stress_faults.py --rounds 5 --kinds ps worker-then-ps
+    python scripts/stress_faults.py --json runs/stress.json   # also write the counts (make measurements)
 
 A round fails if it raises or its outcome is wrong. Kinds: a worker killed and restarted (no
 recovery); a PS killed (one recovery, from the checkpoint before it); the coordinator program
@@ -16,6 +17,7 @@ goes on. tests/test_fault_matrix.py runs one round of each combination.
 """
 import argparse
 import faulthandler
+import json
 import subprocess
 import sys
 import tempfile
@@ -122,20 +124,16 @@ def ps_during_save_round(cluster, data, ballast_floats=5_000_000):
             job.model.ballast = tf.Variable(tf.zeros([ballast_floats]))
         return job
 
-    def kill_during_second_save(saves_begun=2):
-        """Kill ps:0 once the second save's temporary files appear (the first is complete by then)."""
-        seen = set()
-        while len(seen) < saves_begun:
-            seen |= {path.name.split("_temp")[0] for path in checkpoint_dir.glob("*_temp*")}
-            time.sleep(0.002)
-        cluster.kill("ps:0")
-    killer = threading.Thread(target=kill_during_second_save, daemon=True)
-    killer.start()
-    report = recovery_run(cluster, data, make_job=make_job, checkpoint_dir=checkpoint_dir)
-    killer.join(timeout=1)
-    [recovered] = report.recoveries or [{}]
-    if recovered.get("resumed_from_step") != report.step[0]:
-        return f"the run did not resume from its first checkpoint (step {report.step[0]}): {report.recoveries}"
+    with faults.KillDuringSave(cluster, "ps:0", checkpoint_dir, save=2) as killer:  # a complete one before it
+        report = recovery_run(cluster, data, make_job=make_job, checkpoint_dir=checkpoint_dir)
+    if killer.killed_during is None:
+        return "ps:0 was never killed during a save"
+    killed_step = int(killer.killed_during.rpartition("-")[2])
+    complete_before = max(step for step in report.step if step < killed_step)
+    resumed = [recovery["resumed_from_step"] for recovery in report.recoveries]
+    if resumed != [complete_before]:
+        return (f"killed during the save of step {killed_step}: resumed from {resumed}, not from the last complete "
+                f"checkpoint, step {complete_before}")
     return outcome(report, cluster, 1)
 
 
@@ -230,6 +228,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20, help="rounds of each kind")
     parser.add_argument("--kinds", nargs="+", choices=sorted(ROUNDS), default=list(ROUNDS))
+    parser.add_argument("--json", type=Path, help="write the rounds and failures of each kind to this file")
     parser.add_argument("--first-round", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -240,6 +239,9 @@ def main(argv=None):
     print("\nfailed rounds per kind:")
     for kind, failed in failures.items():
         print(f"  {kind:<29} {failed} of {args.rounds}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"rounds": args.rounds, "failed": failures}, indent=1))
     return 1 if sum(failures.values()) else 0
 
 

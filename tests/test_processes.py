@@ -133,3 +133,13 @@ def test_a_watcher_polls_while_its_block_runs_and_stops_when_poll_says_so():
     with CountTo(10**9) as endless:
         processes.wait_until(lambda: endless.polls >= 2, 10, "two polls")
     assert not endless._thread.is_alive(), "leaving the block stops the thread"
+
+
+def test_a_killed_child_not_yet_reaped_is_not_running():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert processes.running(child.pid)
+    child.kill()
+    processes.wait_until(lambda: not processes.running(child.pid), 10, "the killed child to become a zombie")
+    assert child.returncode is None, "the test needs the child unreaped: it is a zombie now"
+    child.wait()
+    assert not processes.running(child.pid)

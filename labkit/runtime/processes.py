@@ -73,6 +73,14 @@ def start_command(command, env=None, stdout=subprocess.PIPE, stderr=subprocess.S
     return stop_at_exit(process)
 
 
+def running(pid):
+    """True if process ``pid`` exists and is not a zombie (a killed child its parent has not reaped yet)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def listening(pid, port):
     """True if process ``pid`` has a TCP socket listening on ``port``."""
     try:
