@@ -238,8 +238,10 @@ def stop_coordinator(coordinator):
 
 
 def first_line(message, width=120):
-    """The first line of an error message that says something (not a heading such as "Graph execution error:")."""
-    lines = [line.strip() for line in message.splitlines() if line.strip() and not line.strip().endswith(":")]
+    """The first line of an error message that says something (not a heading such as "Graph execution error:"
+    or "2 root error(s) found.")."""
+    lines = [line.strip() for line in message.splitlines()
+             if line.strip() and not line.strip().endswith((":", "root error(s) found."))]
     line = lines[0] if lines else message.strip()
     return line if len(line) <= width else line[:width - 3] + "..."
 

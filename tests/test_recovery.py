@@ -144,3 +144,8 @@ def test_the_coordinator_program_imports_no_lab():
     assert not labkit_imports("labkit.deploy.coordinator") & set(LAB_MODULES)
     assert "labkit.recovery" in labkit_imports("labkit.deploy.coordinator")
     assert labkit_imports("labkit.checks") & set(LAB_MODULES), "the test tells a lab import apart"
+
+
+def test_the_first_line_of_an_error_skips_headings():
+    assert recovery.first_line("Graph execution error:\n\n2 root error(s) found.\n  (0) UNAVAILABLE:  Socket closed\n"
+                               "  (1) CANCELLED:  Function was cancelled") == "(0) UNAVAILABLE:  Socket closed"
