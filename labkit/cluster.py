@@ -392,8 +392,7 @@ def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
 def _serving_task(pid):
     """True if ``pid`` is a running (not zombie) ``labkit.runtime.server`` task, not another program that got the pid."""
     try:
-        process = psutil.Process(pid) if pid else None
-        return bool(process) and process.status() != psutil.STATUS_ZOMBIE and "labkit.runtime.server" in process.cmdline()
+        return bool(pid) and processes.running(pid) and "labkit.runtime.server" in psutil.Process(pid).cmdline()
     except psutil.Error:
         return False
 

@@ -12,6 +12,8 @@ import uuid
 import psutil
 import pytest
 
+from labkit.runtime import processes
+
 if __name__ != "support":
     raise ImportError(f"import this module as `support`, not `{__name__}`: a second copy would give "
                       "the test run a second LABKIT_TEST_RUN mark and blind the orphan check.")
@@ -66,10 +68,7 @@ def signal_state(pid):
 
 
 def is_running(pid):
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    return processes.running(pid)
 
 
 def wait_until_gone(pids, timeout=15.0):

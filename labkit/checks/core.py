@@ -1,8 +1,7 @@
 """What every check shares: ``require`` (fails with ``CheckFailed``, also under ``python -O``), the
 exercise ``Checklist`` and the checks several notebooks use."""
-import psutil
-
 from labkit import models
+from labkit.runtime import processes
 
 
 class CheckFailed(AssertionError):
@@ -57,15 +56,8 @@ def processes_stopped(processes):
 
 def pids_gone(pids_by_name):
     """No process of ``pids_by_name`` (name -> pid) still runs (a zombie counts as gone)."""
-    running = [f"{name} (pid {pid})" for name, pid in pids_by_name.items() if _running(pid)]
+    running = [f"{name} (pid {pid})" for name, pid in pids_by_name.items() if processes.running(pid)]
     require(not running, f"still running: {', '.join(running)}.")
-
-
-def _running(pid):
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def close_accuracy(accuracy, reference, max_gap):

@@ -19,6 +19,7 @@ import psutil
 
 import labkit
 from labkit import traffic
+from labkit.runtime import processes
 from labkit.cluster import LocalCluster, pick_port, running_clusters
 
 PASS, WARN, FAIL, NOTE = "PASS", "WARN", "FAIL", "NOTE"
@@ -164,7 +165,7 @@ def cluster_trains(steps_per_epoch=10, epochs=3):
         losses = fit.fit(model, data.x_train, data.y_train, epochs=epochs,
                          steps_per_epoch=steps_per_epoch).history["loss"]
         del model
-    left = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    left = [pid for pid in pids if processes.running(pid)]
     text = (f"1 worker + 1 ps ready in {ready:.1f} s; {epochs * steps_per_epoch} steps, "
             f"loss {losses[0]:.2f} -> {losses[-1]:.2f}")
     if left:

@@ -54,7 +54,7 @@ import nbformat
 import psutil
 import yaml
 
-from labkit.runtime import children
+from labkit.runtime import children, processes
 from labkit.tools import exercises
 from labkit.cluster import MAX_TASKS_VARIABLE
 
@@ -375,7 +375,7 @@ def stop_marked(token, roots, grace_seconds):
                 found += [root, *root.children(recursive=True)] if root.is_running() else []
             except psutil.NoSuchProcess:
                 pass
-        return [process for process in {p.pid: p for p in found}.values() if _alive(process)]
+        return [process for process in {p.pid: p for p in found}.values() if processes.running(process.pid)]
 
     deadline = time.monotonic() + grace_seconds
     while marked() and time.monotonic() < deadline:
@@ -398,13 +398,6 @@ def stop_marked(token, roots, grace_seconds):
     if survivors:
         raise RuntimeError(f"could not kill {[p.pid for p in survivors]} of a graded notebook; kill them by hand.")
     return names
-
-
-def _alive(process):
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def _name(process):
