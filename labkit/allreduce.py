@@ -24,7 +24,6 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
 import psutil
 import tensorflow as tf
 

@@ -23,8 +23,6 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
-
 from labkit import recovery
 from labkit.recovery import PS_FAILURES, mnist_job, wait_until_workers_reach_parameter_servers  # noqa: F401  (lab 07 and exercise 3 use them from here)
 from labkit.runtime import children, processes

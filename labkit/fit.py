@@ -7,7 +7,6 @@ builds its own pipeline and can fold its index into the shuffle seed. Batch-leve
 callbacks are not supported, so progress is printed once per epoch (a text line: see
 ``labkit.progress``).
 """
-import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import tensorflow as tf
 
 from labkit.data import array_file, shuffled_batches

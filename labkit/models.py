@@ -1,7 +1,6 @@
 """Models for the labs, built with tf.keras (Keras 2 via tf_keras, see labkit/__init__)."""
 from dataclasses import dataclass
 
-import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import numpy as np
 import tensorflow as tf
 

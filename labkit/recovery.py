@@ -13,7 +13,6 @@ import math
 import time
 from dataclasses import dataclass, field
 
-import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import tensorflow as tf
 
 from labkit import models, train

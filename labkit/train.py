@@ -19,7 +19,6 @@ import math
 import time
 from dataclasses import dataclass, field
 
-import labkit  # noqa: F401  (Keras 2 must be selected before TensorFlow loads)
 import numpy as np
 import tensorflow as tf
 

@@ -152,6 +152,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
-
     main()

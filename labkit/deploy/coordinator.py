@@ -22,7 +22,6 @@ Where the workers' data comes from:
 import argparse
 from pathlib import Path
 
-import labkit  # noqa: F401  (Keras 2 and GRPC_FAIL_FAST before TensorFlow loads)
 import tensorflow as tf
 
 from labkit import models, recovery

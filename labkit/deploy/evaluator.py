@@ -9,7 +9,6 @@ cluster. It stops after the checkpoint of ``--until-step``. Keras'
 import argparse
 from pathlib import Path
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow loads)
 import tensorflow as tf
 
 from labkit import models

@@ -13,7 +13,6 @@ import os
 import sys
 import types
 
-import labkit  # noqa: F401  (sets TF_USE_LEGACY_KERAS and GRPC_FAIL_FAST first)
 from labkit.runtime import loglines, processes, tfconfig
 from labkit.runtime.children import exit_with_parent_if_started_by_one
 
