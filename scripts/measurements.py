@@ -15,8 +15,9 @@ end, duration and load average are logged in runs/measurements/log.json; the pag
 gives the total, so the page says how long a full run takes.
 MNIST is full MNIST where it is cached, else the full-size timing stand-in (times and memory
 hold; accuracies mean nothing). From the recorded files it writes docs/measurements.md,
-labkit/tools/notebook_peaks.json (what `labkit doctor --workshop` compares with free memory) and the
-"*Runs in ...*" sentence of each notebook's first cell.
+labkit/tools/notebook_peaks.json (what `labkit doctor --workshop` compares with free memory), the
+"*Runs in ...*" sentence of each notebook's first cell, and each time note ("*Next cell: ...*", the
+last line of the markdown cell before a long code cell) from that cell's measured time.
 """
 import argparse
 import csv
@@ -147,6 +148,7 @@ def page():
     lines += notebooks_section("notebooks", "Notebooks at their learner defaults", log)
     lines += notebooks_section("solutions", "Exercise solutions at their defaults", log)
     lines += variants_section(log)
+    lines += long_cells_section()
     lines += bench_section(log)
     lines += stress_section(log)
     lines += [MEMORY]
@@ -344,6 +346,79 @@ def first_line(seconds, pss_gb, uses_mnist):
             "(all its processes, PSS; [docs/measurements.md](../docs/measurements.md)).*")
 
 
+# A time note: the last line of the markdown cell right before a long code cell, which it times.
+TIME_NOTE = re.compile(r"\*Next cell: [^*]+\*")
+LONG_CELL_SECONDS = 20  # a code cell that runs longer says so first, in a time note
+
+
+def time_note(seconds):
+    return f"*Next cell: about {minutes(seconds)} with the defaults on a 2-core machine.*"
+
+
+def cell_seconds(stem):
+    """{cell id: seconds} of each code cell of the executed copy `make measurements` made of notebook ``stem``."""
+    copies = sorted((OUT / "notebooks" / stem).glob(f"*/{stem}.ipynb"))
+    if not copies:
+        return {}
+    executed = nbformat.read(copies[0], as_version=4)
+    return {cell.get("id"): cell.metadata.get("papermill", {}).get("duration") or 0.0
+            for cell in executed.cells if cell.cell_type == "code"}
+
+
+def timed_cells(notebook):
+    """{code cell id: the markdown cell whose time note times it}: each note times the next code cell."""
+    timed = {}
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "markdown" and TIME_NOTE.search(cell.source):
+            following = next(after for after in notebook.cells[index + 1:] if after.cell_type == "code")
+            timed[following.get("id")] = cell
+    return timed
+
+
+def long_cells():
+    """(notebook stem, cell id, first line, seconds, has a time note) of every measured code cell that
+    has a time note or runs longer than LONG_CELL_SECONDS."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        notebook, seconds = nbformat.read(path, as_version=4), cell_seconds(path.stem)
+        timed = timed_cells(notebook)
+        for cell in notebook.cells:
+            measured = seconds.get(cell.get("id"))
+            if cell.cell_type == "code" and measured is not None and (cell.get("id") in timed
+                                                                     or measured > LONG_CELL_SECONDS):
+                first = next((line for line in cell.source.splitlines() if line and not line.startswith("#")), "")
+                found.append((path.stem, cell.get("id"), first, measured, cell.get("id") in timed))
+    return found
+
+
+def write_time_notes():
+    """Put each timed cell's measured seconds into its time note; the names of the notebooks changed."""
+    changed = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        notebook, seconds = nbformat.read(path, as_version=4), cell_seconds(path.stem)
+        edited = False
+        for cell_id, note_cell in timed_cells(notebook).items():
+            if cell_id in seconds and TIME_NOTE.search(note_cell.source).group(0) != time_note(seconds[cell_id]):
+                note_cell.source = TIME_NOTE.sub(lambda _: time_note(seconds[cell_id]), note_cell.source, count=1)
+                edited = True
+        if edited:
+            nbformat.write(notebook, path)
+            changed.append(path.name)
+    return changed
+
+
+def long_cells_section():
+    lines = ["## Long cells", "",
+             f"Every code cell of a notebook that has a time note before it, or that ran longer than {LONG_CELL_SECONDS} s,",
+             "in the runs above (papermill's time for the cell). `make measurements` writes each time note from here.", "",
+             "| notebook | cell | its first line | run time | time note |", "|---|---|---|---|---|"]
+    found = long_cells()
+    if not found:
+        return lines[:2] + ["Not measured yet.", ""]
+    return lines + [f"| `{stem}` | `{cell_id}` | `{first[:60]}` | {minutes(seconds)} | {'yes' if noted else 'missing'} |"
+                    for stem, cell_id, first, seconds, noted in found] + [""]
+
+
 README = ROOT / "README.md"
 TEST_TIMES_LINE = re.compile(r"\*`make test` takes [^*]+\*")
 TIER_ROW = re.compile(r"^(\| `(\w+)` \|[^|]+\|)[^|\n]*\|$", re.MULTILINE)
@@ -430,8 +505,9 @@ def main(argv=None):
     log = json.loads((OUT / "log.json").read_text())
     PEAKS.write_text(json.dumps(peaks_table(log), indent=1) + "\n")
     changed = write_first_lines() + (["README.md's test times"] if write_test_times() else [])
-    print(f"wrote {PAGE.relative_to(ROOT)}, {PEAKS.relative_to(ROOT)} and the first line of "
-          f"{', '.join(changed) or 'no notebook (all agreed)'}")
+    noted = write_time_notes()
+    print(f"wrote {PAGE.relative_to(ROOT)}, {PEAKS.relative_to(ROOT)}, the first line of "
+          f"{', '.join(changed) or 'no notebook (all agreed)'} and the time notes of {', '.join(noted) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -182,3 +182,32 @@ def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monk
         "measured": "2026-12-01 08:00 UTC", "mnist_source": "timing-standin", "load_average": 0.5}}
     assert "| `environment_ok` | True |" in text
     assert "| `01_tf_config_and_cluster` | not measured yet |" in text
+
+
+def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_lacks_one():
+    import measurements
+
+    page = (ROOT / "docs" / "measurements.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| `([\w-]+)` \| `[^`]*` \| ([^|]+) \| (yes|missing) \|$", page, re.MULTILINE)
+    if not rows:
+        pytest.skip("docs/measurements.md has no long cells yet: run `make measurements`")
+    measured = {(stem, cell_id): (shown.strip(), noted) for stem, cell_id, shown, noted in rows}
+    assert not [key for key, (_, noted) in measured.items() if noted == "missing"], \
+        "a cell that runs longer than 20 s needs a time note ('*Next cell: ...*') in the markdown cell before it"
+    for path in sorted(ROOT.glob("notebooks/*.ipynb")):
+        for cell_id, note_cell in measurements.timed_cells(nbformat.read(path, as_version=4)).items():
+            if (path.stem, cell_id) in measured:
+                stated = measurements.TIME_NOTE.search(note_cell.source).group(0)
+                assert f"about {measured[path.stem, cell_id][0]} with" in stated, \
+                    f"{path.name}: '{stated}' disagrees with docs/measurements.md: run `scripts/measurements.py --write-only`"
+
+
+def test_a_time_note_times_the_next_code_cell():
+    import measurements
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("A long cell.\n\n" + measurements.time_note(42.0)),
+        nbformat.v4.new_markdown_cell("More words."), nbformat.v4.new_code_cell("train()"),
+        nbformat.v4.new_code_cell("plot()")])
+    assert list(measurements.timed_cells(notebook)) == [notebook.cells[2].id]
+    assert measurements.time_note(42.0) == "*Next cell: about 42 s with the defaults on a 2-core machine.*"
