@@ -80,7 +80,7 @@ def main(argv=None):
         accuracy = report.final_accuracy if report.accuracy else float("nan")
         print(loglines.finished_line(report.final_step, accuracy), flush=True)
     else:
-        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        strategy = recovery.connect(resolver)
         with strategy.scope():
             model = models.mnist_mlp()
         fit_callbacks = [tf.keras.callbacks.BackupAndRestore(args.checkpoint_dir), EpochLog()]
