@@ -1,6 +1,10 @@
 # PS Lab: `make lab` and `make test` are all a learner needs; `make help` lists every target.
 # A target's line in `make help` is its `## ` comment.
-PYTHON ?= python3
+# The Python that makes .venv (and runs the scripts below): 3.11-3.13. scripts/find_python.sh chooses one
+# (python3.13, python3.12, python3.11 or python3 on PATH, else one uv manages) or stops, before anything
+# is made, with the steps to get one. `make lab PYTHON=/path/to/python3.12` chooses it yourself.
+PYTHON ?=
+FIND_PYTHON = python=$$(sh scripts/find_python.sh $(PYTHON)) &&
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
@@ -26,7 +30,7 @@ PIP_SOURCE = $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEE
 # Re-install whenever the pinned dependencies change. A learner's install is the kit alone;
 # `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	test -x $(PY) || { $(FIND_PYTHON) "$$python" -m venv $(VENV); }
 	$(PY) -m pip install --quiet $(PIP_SOURCE) -e .
 	$(MAKE) kernel
 	touch $(STAMP)
@@ -96,18 +100,18 @@ site: install ## build the HTML book of the executed notebooks into runs/site (n
 	$(PY) scripts/build_site.py
 
 check-platforms: ## ask the registry whether the pinned stack installs on every platform of docs/install.md
-	$(PYTHON) scripts/check_platforms.py
+	$(FIND_PYTHON) "$$python" scripts/check_platforms.py
 
 # Every wheel `make install` needs, for this machine's platform and Python: copy the folder
 # (or the whole kit with it) to laptops without network, then `make lab` installs from it.
 wheelhouse: pyproject.toml ## download every wheel the kit installs, for offline laptops
-	$(PYTHON) scripts/wheelhouse.py $(WHEELHOUSE)
+	$(FIND_PYTHON) "$$python" scripts/wheelhouse.py $(WHEELHOUSE)
 
 test-offline-install: wheelhouse ## install from the wheelhouse alone into a fresh venv, and check it
-	$(PYTHON) scripts/wheelhouse.py --check $(WHEELHOUSE)
+	$(FIND_PYTHON) "$$python" scripts/wheelhouse.py --check $(WHEELHOUSE)
 
 learner-bundle: ## the kit for learners: every tracked file except solutions/, with wheelhouse/ if built
-	$(PYTHON) scripts/learner_bundle.py --wheelhouse $(WHEELHOUSE) dist/pslab-learner.tar.gz
+	$(FIND_PYTHON) "$$python" scripts/learner_bundle.py --wheelhouse $(WHEELHOUSE) dist/pslab-learner.tar.gz
 
 clean-runs: ## delete runs/ (executed notebooks, benchmarks, screenshots)
 	rm -rf runs
