@@ -25,8 +25,9 @@ def test_the_bundle_holds_the_kit_without_solutions(tmp_path):
     names = members(out)
     assert "0 wheels" in done.stdout and "kit files without solutions/" in done.stdout
     assert not [name for name in names if name.startswith("pslab/solutions")]
-    for needed in ("Makefile", "scripts/find_python.sh", "pyproject.toml", "labkit/tools/cli.py", "notebooks/03_custom_training_loop.ipynb",
-                   "exercises/ex1_basic_cluster.ipynb", "docs/instructor-guide.md"):
+    for needed in ("Makefile", "scripts/find_python.sh", "pyproject.toml", "labkit/tools/cli.py",
+                   "notebooks/03_custom_training_loop.ipynb", "exercises/ex1_basic_cluster.ipynb",
+                   "docs/instructor-guide.md"):
         assert f"pslab/{needed}" in names
     assert not [name for name in names if "/.venv/" in name or "/runs/" in name or "/work/" in name]
 
