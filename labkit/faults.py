@@ -70,12 +70,12 @@ class KillAtStep(processes.Watcher):
         return self._counter() is variable
 
     def poll(self):
-        """True (stop watching) once the task was killed, or the counter is gone or unreachable."""
+        """True (stop watching) once the task was killed or died, or the counter is gone."""
         counter = self._counter()
         try:
             reached = int(counter.numpy()) if counter is not None else None
-        except PS_FAILURES:
-            return True  # the parameter server died some other way
+        except PS_FAILURES:  # a read can fail while the PS lives (a busy machine): only its death ends the watch
+            return not self.cluster.task(self.task).alive()
         if reached is not None and reached >= self.step:
             self.killed_at = reached
             self.cluster.kill(self.task)
