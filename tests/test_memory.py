@@ -5,35 +5,58 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+from labkit.tools import memory
 from labkit.tools.memory import PeakMemory
 
 HOLD_300_MB = "import time; block = bytearray(300_000_000); block[::4096] = b'x' * len(block[::4096]); time.sleep(3)"
 
 
-def test_the_peaks_count_every_child_and_its_private_memory():
-    with PeakMemory(interval=0.1) as memory:
+def two_children_holding_300_mb():
+    with PeakMemory(interval=0.1) as sampled:
         children = [subprocess.Popen([sys.executable, "-c", HOLD_300_MB]) for _ in range(2)]
         for child in children:
             child.wait()
-    assert memory.pss_mb >= 600, "two children each touching 300 MB"
-    assert memory.rss_mb >= memory.pss_mb, "RSS counts shared pages once per process: never less than PSS"
-    assert memory.alone_mb >= 600
-    assert max(memory.task_pss_mb.values()) >= 600, "same-named processes are summed under one name"
-    assert memory.peaks()["peak_pss_mb"] == memory.pss_mb
+    return sampled
+
+
+def test_the_peaks_count_every_child_and_its_private_memory():
+    sampled = two_children_holding_300_mb()
+    assert sampled.measure == "pss"
+    assert sampled.peak_mb >= 600, "two children each touching 300 MB"
+    assert sampled.rss_mb >= sampled.peak_mb, "RSS counts shared pages once per process: never less than PSS"
+    assert sampled.alone_mb >= 600
+    assert max(sampled.task_mb.values()) >= 600, "same-named processes are summed under one name"
+    assert sampled.peaks()["peak_pss_mb"] == sampled.peak_mb
+
+
+def test_without_pss_as_on_macos_the_peaks_are_uss_and_say_so(monkeypatch):
+    monkeypatch.setenv(memory.HIDE_PSS, "1")
+    sampled = two_children_holding_300_mb()
+    assert sampled.measure == "uss"
+    assert sampled.peak_mb >= 600, "the private pages the children touched"
+    assert "peak_pss_mb" not in sampled.peaks() and sampled.peaks()["peak_uss_mb"] == sampled.peak_mb
+
+
+@pytest.mark.parametrize("hidden, expected", [("", "pss"), ("1", "uss")])
+def test_the_measure_is_pss_unless_hidden(monkeypatch, hidden, expected):
+    monkeypatch.setenv(memory.HIDE_PSS, hidden)
+    assert memory.measure() == expected
 
 
 def test_with_no_child_running_the_peaks_stay_zero():
-    with PeakMemory(interval=0.05) as memory:
+    with PeakMemory(interval=0.05) as sampled:
         time.sleep(0.2)
-    assert memory.peaks() == {"peak_pss_mb": 0, "peak_rss_mb": 0, "peak_alone_mb": 0, "largest_tasks": ""}
+    assert sampled.peaks() == {"peak_pss_mb": 0, "peak_rss_mb": 0, "peak_alone_mb": 0, "largest_tasks": ""}
 
 
 def test_each_all_reduce_worker_is_named_by_its_task_not_summed_as_python():
     # processes with the all-reduce worker's module on their command line and its TF_CONFIG (sleeping, not training)
-    with PeakMemory(interval=0.1) as memory:
+    with PeakMemory(interval=0.1) as sampled:
         workers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)", "-m", "labkit.allreduce"],
                                     env=os.environ | {"TF_CONFIG": json.dumps({"task": {"type": "worker", "index": i}})})
                    for i in range(2)]
         for worker in workers:
             worker.wait()
-    assert set(memory.task_pss_mb) == {"all-reduce worker:0", "all-reduce worker:1"}
+    assert set(sampled.task_mb) == {"all-reduce worker:0", "all-reduce worker:1"}

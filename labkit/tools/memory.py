@@ -6,8 +6,13 @@ once per process and overstates it (reported beside it for comparison). PSS also
 shared with other jobs' processes, so on a busy machine it understates what the run takes alone:
 ``alone`` estimates that, as the processes' private memory (USS) plus the largest shared part of
 any one of them (their shared pages are mostly the same libraries, counted once).
+
+PSS exists only on Linux. Elsewhere (macOS, Windows), or with LABKIT_HIDE_PSS=1 (to try that route on
+Linux), each process counts by its USS instead, which leaves out every shared page and so understates
+the run; the peaks' keys name the measure used (``peak_pss_mb`` or ``peak_uss_mb``).
 """
 import json
+import os
 from pathlib import Path
 
 import psutil
@@ -17,6 +22,13 @@ from labkit.runtime import processes
 MB = 1e6
 PROGRAMS = (("ipykernel_launcher", "kernel"), ("labkit.deploy.coordinator", "coordinator"),
             ("labkit.deploy.evaluator", "evaluator"))
+HIDE_PSS = "LABKIT_HIDE_PSS"
+
+
+def measure():
+    """What each process counts by: "pss" where the system reports it (Linux) and HIDE_PSS is unset, else "uss"."""
+    has_pss = "pss" in psutil.Process().memory_full_info()._fields
+    return "pss" if has_pss and not os.environ.get(HIDE_PSS) else "uss"
 
 
 def task_name(process):
@@ -40,31 +52,34 @@ def _task_in_tf_config(process):
 
 class PeakMemory(processes.Watcher):
     """While its ``with`` block runs, samples this process's children (a kernel and the processes it
-    starts) and keeps the peaks: summed PSS, summed RSS, the alone estimate and each task's PSS, in MB."""
+    starts) and keeps the peaks, in MB: the summed ``measure()`` (PSS, else USS), summed RSS, the alone
+    estimate and each task's ``measure()``."""
 
     def __init__(self, interval=0.5):
         super().__init__(interval)
-        self.pss_mb = self.rss_mb = self.alone_mb = 0
-        self.task_pss_mb = {}
+        self.measure = measure()
+        self.peak_mb = self.rss_mb = self.alone_mb = 0
+        self.task_mb = {}
 
     def poll(self):
-        pss, rss, private, shared = {}, 0, 0, 0
+        measured, rss, private, shared = {}, 0, 0, 0
         for child in psutil.Process().children(recursive=True):
             try:
                 name, memory = task_name(child), child.memory_full_info()
             except (psutil.Error, ProcessLookupError):
                 continue  # it ended between the listing and the reading
-            pss[name] = pss.get(name, 0) + memory.pss / MB
+            measured[name] = measured.get(name, 0) + getattr(memory, self.measure) / MB
             rss += memory.rss / MB
             private, shared = private + memory.uss / MB, max(shared, (memory.rss - memory.uss) / MB)
-        for name, size in pss.items():
-            self.task_pss_mb[name] = max(self.task_pss_mb.get(name, 0), round(size))
-        self.pss_mb = max(self.pss_mb, round(sum(pss.values())))
+        for name, size in measured.items():
+            self.task_mb[name] = max(self.task_mb.get(name, 0), round(size))
+        self.peak_mb = max(self.peak_mb, round(sum(measured.values())))
         self.rss_mb = max(self.rss_mb, round(rss))
         self.alone_mb = max(self.alone_mb, round(private + shared))
 
     def peaks(self):
-        """The row of results.csv this run's memory fills."""
-        largest = sorted(self.task_pss_mb.items(), key=lambda item: -item[1])[:4]
-        return {"peak_pss_mb": self.pss_mb, "peak_rss_mb": self.rss_mb, "peak_alone_mb": self.alone_mb,
+        """The row of results.csv this run's memory fills; the first key names the measure, which the
+        largest tasks' sizes use too."""
+        largest = sorted(self.task_mb.items(), key=lambda item: -item[1])[:4]
+        return {f"peak_{self.measure}_mb": self.peak_mb, "peak_rss_mb": self.rss_mb, "peak_alone_mb": self.alone_mb,
                 "largest_tasks": " ".join(f"{name}={mb}" for name, mb in largest)}
