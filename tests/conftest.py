@@ -16,6 +16,8 @@ import pytest  # noqa: E402
 from _pytest.mark.expression import Expression  # noqa: E402  (what -m uses)
 
 import labkit  # noqa: E402, F401  (selects Keras 2 before any test imports TensorFlow)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import like_macos  # noqa: E402
 import executed_notebooks  # noqa: E402
 from executed_notebooks import pytest_runtest_teardown  # noqa: E402, F401  (saves what nbval ran to runs/smoke/)
 from smoke_notebooks import SMOKE_DIR, prepare as prepare_smoke_notebooks  # noqa: E402
@@ -30,6 +32,35 @@ LONGEST_FIRST = ["test_exercises.py", "07_fault_tolerance.ipynb", "test_grade.py
                  "08_performance_analysis.ipynb", "test_allreduce.py", "09_laptop_to_cluster.ipynb",
                  "test_bootstrap.py", "test_train.py", "test_browser.py", "test_sweep.py", "test_cluster.py",
                  "test_multihost.py"]
+
+# The smoke notebooks and the exercise solutions run as on macOS: `ss` hidden from PATH and PSS hidden
+# (scripts/like_macos.py), each once. These four keep `ss`, for checks of the bytes on the sockets
+# against theory that nothing else runs on real traffic: 04's lookup_sends_rows, 05's fewer_total_bytes
+# (its headline), 08's dense_traffic_is_model_size (and test_bench.py reads its measured bytes), 10's
+# link_bytes_near and moved_rows_not_table. (03's byte checks run on real traffic in test_train.py.)
+KEEP_SS = {"04_mini_transformer_lm.ipynb", "05_gradient_compression.ipynb", "08_performance_analysis.ipynb",
+           "10_ps_vs_allreduce.ipynb"}
+LIKE_MACOS = {name: value for name, value in like_macos.environment(tempfile.mkdtemp(dir=STATE_DIR)).items()
+              if name in ("PATH", like_macos.HIDE_PSS)}
+AS_STARTED = {name: os.environ.get(name) for name in LIKE_MACOS}
+
+
+def runs_like_macos(item):
+    """A smoke notebook's cell (except KEEP_SS) or the exercise notebooks' run."""
+    if item.path.parent == SMOKE_DIR:
+        return item.path.name not in KEEP_SS
+    return item.path.name == "test_exercises.py" and item.get_closest_marker("notebook") is not None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before each test sets up (nbval starts a smoke notebook's kernel there), the environment its
+    kernels and task processes inherit: as on macOS, or as this pytest call started."""
+    for name, value in (LIKE_MACOS if runs_like_macos(item) else AS_STARTED).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 # A test without one of these tier markers is a unit test: no TensorFlow process, no kernel, no root.
