@@ -35,13 +35,16 @@ def test_intervals_hold_whole_closures_for_every_worker():
     assert bench.interval_steps(baseline, 100) == 100
 
 
-def test_each_ratio_divides_by_the_baseline_measured_beside_its_cluster_shape():
-    def row(loop, workers, samples_per_s, beside):
-        return {"model": "mlp", "batch_size": 64, "loop": loop, "workers": workers,
-                "samples_per_s_median": samples_per_s, "beside_workers": beside, "beside_ps": 1}
-    rows = bench.add_ratios([row("single-process", 0, 1000.0, 1), row("custom", 1, 500.0, 1),
-                             row("single-process", 0, 500.0, 2), row("custom", 2, 500.0, 2)])
-    assert [r["ratio_to_single_process"] for r in rows] == [1.0, 0.5, 1.0, 1.0]
+def test_each_ratio_divides_by_the_baselines_measured_just_before_and_after_it():
+    def row(loop, samples_per_s, beside, **more):
+        return {"model": "mlp", "batch_size": 64, "loop": loop, "samples_per_s_median": samples_per_s,
+                "beside_workers": beside, "beside_ps": 1, **more}
+    rows = bench.add_ratios([row("single-process", 900.0, 1, baseline_slots=[1000.0, 600.0, 900.0]),
+                             row("custom", 400.0, 1, baseline_slot=0), row("custom", 375.0, 1, baseline_slot=1),
+                             row("single-process", 500.0, 2, baseline_slots=[500.0, 500.0]),
+                             row("custom", 500.0, 2, baseline_slot=0)])
+    assert [r["ratio_to_single_process"] for r in rows] == [1.0, 0.5, 0.5, 1.0, 1.0]
+    assert [r["baseline_drift"] for r in rows] == [None, -0.4, 0.5, None, 0.0]
 
 
 @pytest.mark.cluster
@@ -115,6 +118,7 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
         assert float(row["ratio_to_single_process"]) > 0
         assert int(row["intervals"]) == settings["repeats"]
         assert (int(row["beside_workers"]), int(row["beside_ps"])) == (1, 1), "all measured beside the one shape"
+        assert float(row["baseline_samples_per_s"]) > 0
     assert document["settings"]["steps_per_closure"] == packings
 
 
@@ -155,3 +159,12 @@ def test_a_measurement_times_with_the_meter_it_is_given():
     point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
     row = bench.measure_single_process(point, bench.Data(["mlp"]), 2, 5, 0.5, meter=RecordedMeter)
     assert len(made) == 1 and len(made[0].seconds) == row["intervals"] == 2
+
+
+def test_a_baseline_measured_again_keeps_each_measurement_and_pools_its_intervals():
+    point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
+    baseline = bench.Baseline(point, bench.Data(["mlp"]), repeats=2, min_steps=5)
+    first, second = baseline.measure(), baseline.measure()
+    row = baseline.row(0.5)
+    assert baseline.slots == [first, second] and first > 0 and second > 0
+    assert row["intervals"] == 4, "both measurements' timed intervals in one row"

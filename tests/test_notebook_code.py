@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from labkit import compression, meter, models, recovery, staleness, train
-from labkit.bench import measure, stats
+from labkit.bench import costmodel, measure, stats
 from smoke_notebooks import NOTEBOOKS
 
 # (notebook, the name it defines, labkit's object); "Class.method" names a method the notebook's class defines
@@ -36,6 +36,7 @@ COPIES = [
     ("08_performance_analysis.ipynb", "Meter", meter.Meter),
     ("08_performance_analysis.ipynb", "spread", stats.spread),
     ("08_performance_analysis.ipynb", "run_custom", measure.run_custom),
+    ("08_performance_analysis.ipynb", "predict", costmodel.predict),
 ]
 
 

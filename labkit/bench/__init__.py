@@ -3,8 +3,8 @@
 ``labkit bench``: a performance sweep. Training throughput (samples/s, steps/s),
 time to a target accuracy, CPU per task and bytes per step, against the number of
 workers and parameter servers, step packing, model size and batch size; with a
-single-process baseline measured beside each cluster shape and ``model.fit`` in the
-same run, so every figure is also a ratio. ``labkit bench --report`` runs notebook 08
+single-process baseline measured just before and just after each point and ``model.fit`` in
+the same run, so every figure is also a ratio. ``labkit bench --report`` runs notebook 08
 on the sweep. ``labkit bench startup``: cluster start-to-ready against a bare
 TensorFlow import.
 
@@ -13,7 +13,7 @@ One module per concern:
 - ``stats``: median, quartiles, first value reaching a target
 - ``points``: the points the benchmark measures, its settings and their checks
 - ``workloads``: the models and their real data
-- ``measure``: every point on its cluster beside its baseline (a warm-up interval, then intervals timed by
+- ``measure``: every point on its cluster between two measurements of its baseline (a warm-up interval, then intervals timed by
   ``labkit.meter.Meter``, with ``model.fit`` or ``labkit.train.run``), as result rows with ratios
 - ``files``, ``plots``: results as CSV/JSON, a text table, the figure
 - ``report``: a whole sweep saved, or run through notebook 08
@@ -28,11 +28,11 @@ from labkit.bench.plots import plot, plot_predictions
 from labkit.bench.report import NOTEBOOK, report, run_and_save
 from labkit.bench.startup import startup
 from labkit.bench.stats import spread
-from labkit.bench.measure import (add_ratios, measure_on_cluster, measure_points, measure_single_process, result_row,
+from labkit.bench.measure import (Baseline, add_ratios, measure_on_cluster, measure_points, measure_single_process, result_row,
                                   run_custom, run_fit)
 from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, workload
 
 __all__ = ["costmodel", "format_table", "load", "machine", "save", "run_custom", "run_fit", "DEFAULTS", "Point",
            "base_point", "check", "interval_steps", "points", "plot", "plot_predictions", "NOTEBOOK", "report", "run_and_save",
-           "startup", "spread", "add_ratios", "measure_on_cluster", "measure_single_process",
+           "startup", "spread", "Baseline", "add_ratios", "measure_on_cluster", "measure_single_process",
            "result_row", "measure_points", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload", "workload"]

@@ -73,18 +73,23 @@ def _whole(name, value, example):
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}; e.g. {name}={example}.")
 
 
-def predict(costs, workers, ps, steps_per_closure, cores=None, link_bytes_per_s=None):
-    """Steps/s of ``workers`` workers and ``ps`` parameter servers running ``steps_per_closure`` steps per closure.
-
-    ``cores``: the cores all processes share (one machine), or None for a machine per task.
-    ``link_bytes_per_s``: each machine's link rate in each direction, or None for loopback (free).
-    """
+def check_inputs(workers, ps, steps_per_closure, cores=None, link_bytes_per_s=None):
+    """Raise a ValueError saying which of ``predict``'s counts or rates is not valid, and how to give it."""
     _whole("workers", workers, 2)
     _whole("ps", ps, 1)
     _whole("steps_per_closure", steps_per_closure, 10)
     for name, value in (("cores", cores), ("link_bytes_per_s", link_bytes_per_s)):
         if value is not None and not value > 0:
             raise ValueError(f"{name} must be > 0 or None, got {value!r}; e.g. 125e6 bytes/s for 1 Gbit/s.")
+
+
+def predict(costs, workers, ps, steps_per_closure, cores=None, link_bytes_per_s=None):
+    """Steps/s of ``workers`` workers and ``ps`` parameter servers running ``steps_per_closure`` steps per closure.
+
+    ``cores``: the cores all processes share (one machine), or None for a machine per task.
+    ``link_bytes_per_s``: each machine's link rate in each direction, or None for loopback (free).
+    """
+    check_inputs(workers, ps, steps_per_closure, cores, link_bytes_per_s)
     wire_seconds = (costs.pull_bytes + costs.push_bytes) / link_bytes_per_s if link_bytes_per_s else 0.0
     coordinator, worker, server = (cost.at(steps_per_closure, ps) for cost in
                                    (costs.coordinator_cpu, costs.worker_cpu, costs.ps_cpu))
@@ -178,9 +183,10 @@ def costs_for(rows, model, batch_size, calibration_batch):
                               max(-costs.worker_cpu.per_step, cpu - base_cpu))
 
 
-def predict_rows(rows, calibration_batch, cores):
+def predict_rows(rows, calibration_batch, cores, predictor=predict):
     """A prediction for every custom-loop row, on this machine (``cores`` shared, loopback):
-    a list of (row, Prediction, was it a calibration row)."""
+    a list of (row, Prediction, was it a calibration row). ``predictor``: ``predict`` or a function
+    like it (notebook 08 passes its own copy)."""
     calibrating = {id(r) for model in {r["model"] for r in rows if r["loop"] == "custom"}
                    for r in calibration(rows, model, calibration_batch) if r}
     costs, predicted = {}, []
@@ -190,7 +196,7 @@ def predict_rows(rows, calibration_batch, cores):
         key = (row["model"], row["batch_size"])
         if key not in costs:
             costs[key] = costs_for(rows, row["model"], row["batch_size"], calibration_batch)
-        prediction = predict(costs[key], row["workers"], row["ps"], row["steps_per_closure"], cores=cores)
+        prediction = predictor(costs[key], row["workers"], row["ps"], row["steps_per_closure"], cores=cores)
         predicted.append((row, prediction, id(row) in calibrating))
     return predicted
 

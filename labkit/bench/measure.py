@@ -2,7 +2,9 @@
 baseline, as result rows."""
 import gc
 import itertools
+import math
 import os
+import time
 from dataclasses import asdict
 
 from labkit import traffic
@@ -12,6 +14,8 @@ from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
+
+MIN_BASELINE_SECONDS = 0.25  # each timed interval of a single-process baseline lasts at least this long
 
 
 def _interval_callback(meter, evaluate, accuracies):
@@ -84,12 +88,47 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     return row
 
 
+class Baseline:
+    """Plain Keras model.fit in this process, not on the cluster: the baseline every ratio divides by.
+
+    ``measure()`` runs a warm-up interval and ``repeats`` timed ones on the same model each time it is
+    called, so that it can be measured again just before and just after each cluster point; ``slots``
+    holds each measurement's median samples/s, ``row()`` the result row over all of them.
+    """
+
+    def __init__(self, point, data, repeats, min_steps, meter=Meter):
+        self.point, self.repeats = point, repeats
+        self.work = workload(point.model, data, point.batch_size, point.steps_per_closure)
+        self.meter, self.steps = meter({"coordinator": os.getpid()}), self._interval_steps(data, min_steps)
+        self.accuracies, self.slots = [], []
+
+    def _interval_steps(self, data, min_steps):
+        """At least ``min_steps``, and enough steps for an interval of MIN_BASELINE_SECONDS at the speed of a
+        first run on a throwaway model: one process steps fast, and in a short interval Keras's own overhead
+        per epoch and the timer's resolution would weigh on the result."""
+        steps = interval_steps(self.point, min_steps)
+        trial = workload(self.point.model, data, self.point.batch_size, self.point.steps_per_closure)
+        for _ in range(2):  # the first traces the function; the second is timed
+            began = time.perf_counter()
+            trial.model.fit(trial.dataset_fn(), epochs=1, steps_per_epoch=steps, verbose=0)
+        return steps * max(1, math.ceil(MIN_BASELINE_SECONDS / (time.perf_counter() - began)))
+
+    def measure(self):
+        """One more measurement; returns its median samples/s."""
+        first = len(self.meter.seconds)
+        self.accuracies += run_fit(self.work, self.meter, self.steps, self.repeats, self.work.dataset_fn())
+        self.slots.append(spread([self.steps / s for s in self.meter.seconds[first:]])["median"] * self.point.batch_size)
+        return self.slots[-1]
+
+    def row(self, target_accuracy):
+        return result_row(self.point, self.work, self.meter, self.steps, self.accuracies, target_accuracy)
+
+
 def measure_single_process(point, data, repeats, min_steps, target_accuracy, meter=Meter):
-    """Plain Keras model.fit in this process, not on the cluster: the baseline every ratio divides by."""
-    work = workload(point.model, data, point.batch_size, point.steps_per_closure)
-    meter, steps = meter({"coordinator": os.getpid()}), interval_steps(point, min_steps)
-    accuracies = run_fit(work, meter, steps, repeats, work.dataset_fn())
-    return result_row(point, work, meter, steps, accuracies, target_accuracy)
+    """The single-process baseline of ``point``, measured once: its result row."""
+    baseline = Baseline(point, data, repeats, min_steps, meter)
+    baseline.measure()
+    return baseline.row(target_accuracy)
 
 
 def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min_steps, target_accuracy,
@@ -115,9 +154,10 @@ def measure_points(points, repeats=5, min_steps=50, target_accuracy=0.9, data=No
 
     Each point: one warm-up interval (tracing, dataset creation, first pulls), then
     ``repeats`` timed intervals of at least ``min_steps`` steps, test accuracy after each.
-    Beside each cluster shape, just before its points (its tasks started and idle), the
-    single-process baselines of its models and batch sizes are measured again: each ratio
-    divides by a baseline taken under the same load as the point.
+    The single-process baseline of the point's model and batch size is measured just before
+    each point and once more after the shape's last point, on the same cores, the cluster's tasks
+    idle: each point's ratio divides by the mean of the baselines just before and just after it
+    (``add_ratios``), and ``baseline_drift`` says how much the baseline moved across the point.
     ``data``: a ``Data`` already loaded for these models (loaded here if not given).
     Variables of at least ``min_shard_bytes`` are sharded over the parameter servers.
     ``meter`` (a class like ``Meter``) times each interval and ``custom_loop`` (like ``run_custom``)
@@ -126,42 +166,52 @@ def measure_points(points, repeats=5, min_steps=50, target_accuracy=0.9, data=No
     import tensorflow as tf
 
     data = data or Data({p.model for p in points})
-    baselines = [p for p in points if p.loop == "single-process"]
+    planned = {(p.model, p.batch_size): p for p in points if p.loop == "single-process"}
     shapes = [(shape, list(group)) for shape, group in itertools.groupby(
         sorted((p for p in points if p.loop != "single-process"), key=lambda p: (p.workers, p.ps)),
         key=lambda p: (p.workers, p.ps))]
-    beside = {shape: [b for b in baselines if any((p.model, p.batch_size) == (b.model, b.batch_size) for p in group)]
-              for shape, group in shapes}
     rows = []
-    total = sum(len(group) + len(beside[shape]) for shape, group in shapes)
+    total = sum(len(group) + len({(p.model, p.batch_size) for p in group}) for _, group in shapes)
     progress = ProgressLines(total, "bench", unit="point", every_seconds=0)  # a line per point measured
     for (workers, ps), group in shapes:
         with LocalCluster(workers, ps, name="bench") as cluster:
             partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
             strategy = cluster.strategy(variable_partitioner=partitioner)
             coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-            for point in beside[(workers, ps)] + group:
-                if point.loop == "single-process":
-                    row = measure_single_process(point, data, repeats, min_steps, target_accuracy, meter)
-                    measured = f"{point.model} single process, beside {workers}w {ps}ps"
-                else:
-                    row = measure_on_cluster(point, cluster, strategy, coordinator, data,
-                                             repeats, min_steps, target_accuracy, meter, custom_loop)
-                    measured = f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}"
+            baselines, measured = {}, []
+            for point in group:
+                key = (point.model, point.batch_size)
+                if key not in baselines:
+                    baselines[key] = Baseline(planned[key], data, repeats, min_steps, meter)
+                baselines[key].measure()  # just before the point
+                row = measure_on_cluster(point, cluster, strategy, coordinator, data,
+                                         repeats, min_steps, target_accuracy, meter, custom_loop)
                 gc.collect()  # free this point's functions while their workers still run
-                rows.append({**row, "beside_workers": workers, "beside_ps": ps})
-                progress.line(len(rows), measured=measured)
+                measured.append({**row, "beside_workers": workers, "beside_ps": ps,
+                                 "baseline_slot": len(baselines[key].slots) - 1})
+                progress.line(len(rows) + len(measured),
+                              measured=f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}")
+            for (model, batch_size), baseline in baselines.items():
+                baseline.measure()  # just after the shape's last point
+                rows.append({**baseline.row(target_accuracy), "beside_workers": workers, "beside_ps": ps,
+                             "baseline_slots": baseline.slots})
+                progress.line(len(rows) + len(measured), measured=f"{model} single process, beside {workers}w {ps}ps")
+            rows += measured
     return add_ratios(rows)
 
 
 def add_ratios(rows):
-    """Each row's samples/s divided by the single-process baseline of the same model and batch size,
-    measured beside the same cluster shape."""
-    def key(row):
-        return row["model"], row["batch_size"], row["beside_workers"], row["beside_ps"]
-
-    baseline = {key(r): r["samples_per_s_median"] for r in rows if r["loop"] == "single-process"}
+    """Each cluster row's samples/s divided by the mean of the baselines of its model and batch size
+    measured just before and just after it (beside the same cluster shape); their change is its
+    ``baseline_drift`` (after ÷ before − 1). Baseline rows get ratio 1."""
+    baselines = {(r["model"], r["batch_size"], r["beside_workers"], r["beside_ps"]): r["baseline_slots"]
+                 for r in rows if r["loop"] == "single-process"}
     for row in rows:
-        base = baseline.get(key(row))
-        row["ratio_to_single_process"] = row["samples_per_s_median"] / base if base else None
+        if row["loop"] == "single-process":
+            row.update(baseline_samples_per_s=row["samples_per_s_median"], baseline_drift=None)
+        else:
+            slots = baselines[row["model"], row["batch_size"], row["beside_workers"], row["beside_ps"]]
+            before, after = slots[row["baseline_slot"]], slots[row["baseline_slot"] + 1]
+            row.update(baseline_samples_per_s=(before + after) / 2, baseline_drift=after / before - 1)
+        row["ratio_to_single_process"] = row["samples_per_s_median"] / row["baseline_samples_per_s"]
     return rows

@@ -29,10 +29,9 @@ def plot(rows, path, base):
     for steps_per_closure in sorted({r["steps_per_closure"] for r in custom}):
         errorbars(axis, [r for r in custom if r["model"] == first_model and r["ps"] == ps and
                          r["batch_size"] == batch and r["steps_per_closure"] == steps_per_closure], "workers", f"{steps_per_closure} steps/closure")
-    baselines = [r["samples_per_s_median"] for r in rows
-                 if r["loop"] == "single-process" and r["model"] == first_model and r["batch_size"] == batch]
-    if baselines:  # measured beside each cluster shape: the line is their median
-        axis.axhline(np.median(baselines), color="grey", linestyle=":", label="one process, no cluster")
+    beside = [r for r in custom if r["model"] == first_model and r["ps"] == ps and r["batch_size"] == batch]
+    axis.scatter([r["workers"] for r in beside], [r["baseline_samples_per_s"] for r in beside], marker="x",
+                 color="grey", label="one process, no cluster (measured beside each point)")
     axis.set(title=f"{first_model}: samples/s against workers ({ps} ps)", xlabel="workers", ylabel="samples/s")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.legend(fontsize=8)

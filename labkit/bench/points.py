@@ -36,8 +36,8 @@ def points(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
     closest to the number of cores. At the base: every model x PS count x steps per closure, model.fit
     against the custom loop for the MNIST models, and every batch size. Every model also runs on one
     worker (the inputs of the cost model, labkit.bench.costmodel). Each (model, batch
-    size) also gets a single-process baseline at the most steps per closure, which ``sweep`` measures
-    beside each cluster shape that trains that model and batch size.
+    size) also gets a single-process baseline at the most steps per closure, which ``measure_points``
+    measures just before and just after each point of that model and batch size.
     """
     _check_counts("worker counts", workers, "--workers", example="1 2 3 4")
     _check_counts("parameter server counts", ps, "--ps", example="1 2")
