@@ -132,6 +132,15 @@ def test_every_custom_row_is_predicted_and_calibration_rows_are_reproduced():
     assert bigger_batch.limits["workers"] == pytest.approx(2 / (1 / 200 + 1 / 400))
 
 
+def test_without_socket_bytes_the_costs_take_the_model_size_each_way_and_say_so():
+    rows = [dict(r, measured_pull_bytes_per_step=None, measured_push_bytes_per_step=None, model_bytes=407_080)
+            for r in sweep_rows()]
+    costs = measure_costs(rows, "mlp", 64)
+    assert (costs.pull_bytes, costs.push_bytes) == (407_080, 407_080)
+    assert "not measured" in costs.bytes_source and "measured on the PS sockets" == measure_costs(
+        sweep_rows(), "mlp", 64).bytes_source
+
+
 def test_without_a_one_worker_row_the_error_says_what_to_measure():
     rows = [r for r in sweep_rows() if r["workers"] != 1]
     with pytest.raises(ValueError, match="no one-worker custom-loop row of mlp at batch 64"):
