@@ -23,6 +23,7 @@ COPIES = [
     ("05_gradient_compression.ipynb", "compress_with_feedback", compression.compress_with_feedback),
     ("05_gradient_compression.ipynb", "CompressedSGD", compression.CompressedSGD),
     ("05_gradient_compression.ipynb", "CompressedPulls", compression.CompressedPulls),
+    ("05_gradient_compression.ipynb", "TopK.apply", compression.TopK.apply),
     ("06_stale_gradients.ipynb", "make_versioned_train_steps", staleness.make_versioned_train_steps),
     ("06_stale_gradients.ipynb", "VersionedSGD.begin_step", staleness.StalenessSGD.begin_step),
     ("06_stale_gradients.ipynb", "VersionedSGD.apply", staleness.StalenessSGD.apply),
