@@ -76,7 +76,18 @@ if _in_a_jupyter_kernel():
     tfruntime.import_quietly()
     display.show_figures_as_images()
 
-from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError  # noqa: E402
 from labkit.runtime.tfconfig import TFConfigError  # noqa: E402
+
+_FROM_CLUSTER = ("ClusterStartError", "LocalCluster", "PortInUseError")
+
+
+def __getattr__(name):
+    """``labkit.LocalCluster`` and its errors, imported from ``labkit.cluster`` when first asked for: a task
+    server imports ``labkit.runtime`` (and so this package) and never loads the cluster."""
+    if name in _FROM_CLUSTER:
+        from labkit import cluster
+
+        return getattr(cluster, name)
+    raise AttributeError(f"module 'labkit' has no attribute {name!r}")
 
 __all__ = ["versions", "LocalCluster", "ClusterStartError", "PortInUseError", "TFConfigError", "KerasVersionError"]
