@@ -5,7 +5,8 @@ Under ParameterServerStrategy one program, the coordinator, drives the cluster. 
 program, configured by its own TF_CONFIG, holds a full copy of the variables, and each step
 waits until all workers have all-reduced their gradients. ``run_all_reduce`` starts
 ``num_workers`` processes of ``python -m labkit.allreduce`` (``labkit.runtime.children``: they exit with
-their parent), waits for them and reads what each wrote to a JSON file.
+their parent), each running the source of a worker program (``all_reduce_worker``, or the notebook's
+copy of it), waits for them and reads what each wrote to a JSON file.
 ``run_parameter_servers`` trains the same ``Setup`` on a ``LocalCluster`` from this process.
 
 Facts checked in TensorFlow 2.21's source: on CPU the collectives are RING all-reduce over gRPC
@@ -17,10 +18,13 @@ all-reduce whether each worker still has data (``input_lib._enable_get_next_as_o
 collective per step. Our datasets are endless but TensorFlow cannot tell, so ``Setup.dataset_fn`` repeats.
 """
 import argparse
+import hashlib
+import inspect
 import json
 import os
 import shutil
 import tempfile
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -35,6 +39,7 @@ from labkit.meter import Meter
 from labkit.progress import ProgressLines
 
 MODELS = ("mlp", "embedding")
+LEARNING_RATES = {"mlp": 1e-3, "embedding": 0.1}  # the MLP's Adam, the embedding's Adagrad
 PROGRESS_LINE = "samples done:"
 
 
@@ -55,26 +60,30 @@ class Setup:
     batches_per_interval: int = 100
     intervals: int = 6
     seeds: int = 1                    # the even phase once per seed, from seed, seed + 1, ...
-    slow_worker: int = None           # then train ``slow_intervals`` more with this worker slowed
+    slow_worker: int = None           # then train ``slow_batches`` more with this worker slowed
     slow_ms: float = 0.0              # its pause before each batch
-    slow_intervals: int = 0
+    slow_batches: int = 0             # timed as one interval: see ``phases``
     rows: int = 1_000_000             # embedding only
     dim: int = 16
     ids_per_example: int = 8
     seed: int = 0                     # the (first seed's) initial weights and each worker's order of batches
+    learning_rate: float = None       # None: the model's usual rate (LEARNING_RATES)
 
     def __post_init__(self):
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r}; use one of {', '.join(MODELS)}.")
+        if self.learning_rate is None:
+            self.learning_rate = LEARNING_RATES[self.model]
         for name in ("num_workers", "batch_size", "steps_per_closure", "batches_per_interval", "intervals", "seeds"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
         per_call = self.steps_per_closure * self.num_workers  # one synchronous call: a packed step on every worker
-        if self.batches_per_interval % per_call:
-            raise ValueError(f"batches_per_interval ({self.batches_per_interval}) must be a multiple of "
-                             f"steps_per_closure x num_workers ({per_call}): under all-reduce every call runs "
-                             f"{self.steps_per_closure} steps on each of the {self.num_workers} workers.")
+        for name in ("batches_per_interval", "slow_batches"):
+            if getattr(self, name) % per_call:
+                raise ValueError(f"{name} ({getattr(self, name)}) must be a multiple of steps_per_closure x num_workers "
+                                 f"({per_call}): under all-reduce every call runs {self.steps_per_closure} steps on each "
+                                 f"of the {self.num_workers} workers.")
         if self.seeds > 1 and self.model != "mlp":
             raise ValueError(f"seeds={self.seeds} needs the mlp model: the {self.model} trains one seed (seeds=1).")
         if self.slow_worker is not None and not 0 <= self.slow_worker < self.num_workers:
@@ -83,11 +92,14 @@ class Setup:
 
     @property
     def phases(self):
-        """(name, intervals, slowed worker, seed to restart from): the even phase once per seed, named
-        "seed N", then the one with a slowed worker, if any (it continues the last seed's run)."""
-        even = [(f"seed {seed}", self.intervals, None, seed) for seed in range(self.seed, self.seed + self.seeds)]
-        return even + ([("slowed", self.slow_intervals, self.slow_worker, None)]
-                       if self.slow_worker is not None and self.slow_intervals else [])
+        """(name, intervals, batches per interval, slowed worker, seed to restart from): the even phase once
+        per seed, named "seed N", then the one with a slowed worker, if any (it continues the last seed's
+        run). That one is a single interval: under parameter servers the end of each interval waits for
+        every scheduled closure, the slow worker's last one too, which a longer interval waits for less often."""
+        even = [(f"seed {seed}", self.intervals, self.batches_per_interval, None, seed)
+                for seed in range(self.seed, self.seed + self.seeds)]
+        return even + ([("slowed", 1, self.slow_batches, self.slow_worker, None)]
+                       if self.slow_worker is not None and self.slow_batches else [])
 
     def build(self):
         """(model, optimizer), under the caller's ``strategy.scope()``.
@@ -97,9 +109,9 @@ class Setup:
         """
         tf.keras.utils.set_random_seed(self.seed)
         if self.model == "mlp":
-            return models.mnist_mlp(), tf.keras.optimizers.legacy.Adam(1e-3)
+            return models.mnist_mlp(), tf.keras.optimizers.legacy.Adam(self.learning_rate)
         return (models.item_embedding_classifier(self.rows, self.dim, self.ids_per_example),
-                tf.keras.optimizers.legacy.Adagrad(0.1))
+                tf.keras.optimizers.legacy.Adagrad(self.learning_rate))
 
     def restart(self, model, optimizer, seed):
         """Set the MLP ``model`` to the initial weights a new MLP gets with seed ``seed``, and its Adam
@@ -148,6 +160,13 @@ class Phase(train.TrainingLog):
         return per_role | {"total": sum(per_role.values())}
 
     @property
+    def updates_per_batch(self):
+        """Optimizer updates applied per batch trained, between the first and the last evaluation (the
+        evaluations read the optimizer's update count; the warm-up is outside)."""
+        updates = self.evaluation["updates"]
+        return (updates[-1] - updates[0]) / (self.step[-1] - self.step[0])
+
+    @property
     def link_bytes_per_step(self):
         """Bytes through a worker's network link per batch it trained (pulls + pushes, or sent + received)."""
         return None if self.link_bytes is None else self.link_bytes / self.batches
@@ -162,10 +181,23 @@ def meter_phase(phase, meter, batches_counted):
     return phase
 
 
-def evaluation(setup, model, data):
-    """A function returning the test accuracy for the MLP as ``{"accuracy": ...}`` (None for the embedding,
-    which has no test set)."""
-    return (lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)}) if setup.model == "mlp" else None
+def evaluation(setup, model, optimizer, data):
+    """For the MLP, a function returning ``{"accuracy": test accuracy, "updates": the optimizer's update
+    count so far}`` (None for the embedding, which has no test set)."""
+    if setup.model != "mlp":
+        return None
+    return lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test),
+                    "updates": int(optimizer.iterations.numpy())}
+
+
+def held_bytes(model, optimizer):
+    """Bytes of the model's and optimizer's variables held by each task, e.g. {"ps:0": ..., "ps:1": ...}."""
+    return sharding.bytes_per_task(model.variables + optimizer.variables())
+
+
+def weights_digest(model):
+    """A digest of the model's weights: equal on two workers only if their copies are bit for bit the same."""
+    return hashlib.sha256(b"".join(weights.tobytes() for weights in model.get_weights())).hexdigest()
 
 
 # ----- asynchronous: parameter servers, driven from this process ------------------------
@@ -192,19 +224,19 @@ def run_parameter_servers(setup, cluster, coordinator, data=None):
         samples.line(done)
 
     iterator = None
-    for name, intervals, slow_worker, seed in setup.phases:
+    for name, intervals, batches_per_interval, slow_worker, seed in setup.phases:
         if seed is not None and seed != setup.seed:
             setup.restart(model, optimizer, seed)
         if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
             iterator = train.per_worker_iterator(coordinator, setup.dataset_fn(data, slow_worker))
         meter = Meter(roles, traffic.ps_pids(cluster))
-        phase = train.run(coordinator, steps, iterator, intervals * setup.batches_per_interval, setup.steps_per_closure,
-                          log_every_steps=setup.batches_per_interval, evaluate=evaluation(setup, model, data),
-                          description=None, on_progress=lambda _: progress(setup.batches_per_interval * setup.batch_size),
+        phase = train.run(coordinator, steps, iterator, intervals * batches_per_interval, setup.steps_per_closure,
+                          log_every_steps=batches_per_interval, evaluate=evaluation(setup, model, optimizer, data),
+                          description=None, on_progress=lambda _: progress(batches_per_interval * setup.batch_size),
                           history=Phase(batch_size=setup.batch_size), meter=meter,
                           warmup_closures=setup.num_workers)  # tracing, each worker's first pulls
-        phases[name] = meter_phase(phase, meter, intervals * setup.batches_per_interval)
-    phases["held_bytes"] = _held_bytes(model, optimizer)
+        phases[name] = meter_phase(phase, meter, intervals * batches_per_interval)
+    phases["held_bytes"] = held_bytes(model, optimizer)
     return phases
 
 
@@ -213,14 +245,19 @@ class AllReduceError(RuntimeError):
     """A worker of an all-reduce run failed or hung; the message ends with its log tail."""
 
 
-def run_all_reduce(*setups, timeout=600.0, log_dir=None):
+def run_all_reduce(*setups, program=None, timeout=600.0, log_dir=None):
     """Run each setup in turn under MultiWorkerMirroredStrategy, on one set of local worker processes.
 
+    Every worker runs ``program(setups, progress)`` (default: ``all_reduce_worker``): its source is
+    written to ``log_dir`` and executed in each worker with this module's names, so a notebook's
+    copy of the function, edited there, is what the workers run.
     Returns one dict per setup: {phase name: Phase} (times, losses and accuracies from worker 0;
-    bytes from every worker), "held_bytes" and "rss_bytes" per worker, and the workers' "pids".
-    Whatever happens (an error, Ctrl-C), the processes are gone when it returns or raises. The
-    workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a clean run).
+    bytes from every worker), "held_bytes", "weights_digest" and "rss_bytes" per worker, and the
+    workers' "pids". Whatever happens (an error, Ctrl-C), the processes are gone when it returns or
+    raises. The workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a
+    clean run).
     """
+    program = program or all_reduce_worker
     num_workers = {setup.num_workers for setup in setups}
     if len(num_workers) != 1:
         raise ValueError(f"the setups ask for different numbers of workers ({sorted(num_workers)}); "
@@ -228,12 +265,15 @@ def run_all_reduce(*setups, timeout=600.0, log_dir=None):
     own_log_dir = log_dir is None
     log_dir = Path(log_dir or tempfile.mkdtemp(prefix="labkit-allreduce-"))
     log_dir.mkdir(parents=True, exist_ok=True)
+    program_path = log_dir / "program.py"
+    program_path.write_text(textwrap.dedent(inspect.getsource(program)))
     cluster = {"worker": [f"{HOST}:{pick_port()}" for _ in range(num_workers.pop())]}
     setup_arguments = [argument for setup in setups for argument in ("--setup", json.dumps(asdict(setup)))]
     workers = []
     try:
         for index in range(len(cluster["worker"])):
-            workers.append(children.start_program("labkit.allreduce", *setup_arguments,
+            workers.append(children.start_program("labkit.allreduce", "--program", str(program_path),
+                                                  "--function", program.__name__, *setup_arguments,
                                                   "--out", str(log_dir / f"worker-{index}.json"),
                                                   tf_config=tf_config(cluster, index),
                                                   log_path=log_dir / f"worker-{index}.log"))
@@ -281,8 +321,7 @@ def _samples_done(log_path):
 
 def _combine(reports):
     """Worker 0's phases, with every worker's bytes and batches added up."""
-    combined = {"held_bytes": [report["held_bytes"] for report in reports],
-                "rss_bytes": [report["rss_bytes"] for report in reports]}
+    combined = {key: [report[key] for report in reports] for key in ("held_bytes", "weights_digest", "rss_bytes")}
     for name in reports[0]["phases"]:
         phases = [Phase(**report["phases"][name]) for report in reports]
         total = phases[0]
@@ -295,26 +334,21 @@ def _combine(reports):
 
 
 def _total_samples(setup):
-    return sum(intervals for _, intervals, _, _ in setup.phases) * setup.batches_per_interval * setup.batch_size
-
-
-def _held_bytes(model, optimizer):
-    """Bytes of the model's and optimizer's variables held by each task, e.g. {"ps:0": ..., "ps:1": ...}."""
-    return sharding.bytes_per_task(model.variables + optimizer.variables())
+    return sum(intervals * batches for _, intervals, batches, _, _ in setup.phases) * setup.batch_size
 
 
 def main(argv=None):
-    """One MWMS worker: train each setup's phases, write this worker's measurements to ``--out``."""
+    """One MWMS worker: run the worker program ``--function`` of ``--program`` on the setups, write its reports to ``--out``."""
     parser = argparse.ArgumentParser(prog="python -m labkit.allreduce", description=main.__doc__)
+    parser.add_argument("--program", required=True, help="a Python file that defines the worker program")
+    parser.add_argument("--function", required=True, help="its name, called as function(setups, progress)")
     parser.add_argument("--setup", required=True, action="append", help="a Setup as JSON (repeat for more)")
     parser.add_argument("--out", required=True, help="where to write this worker's results (JSON)")
     args = parser.parse_args(argv)
     children.exit_with_parent_if_started_by_one()
     setups = [Setup(**json.loads(setup)) for setup in args.setup]
-
-    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; first of all TensorFlow work
-    worker = tf.distribute.cluster_resolver.TFConfigClusterResolver().task_id
-    data = load_mnist() if any(setup.model == "mlp" for setup in setups) else None
+    namespace = dict(globals())  # the program sees this module's names, as the notebook's imports give them
+    exec(compile(Path(args.program).read_text(), args.program, "exec"), namespace)
     done = 0
 
     def progress(samples):
@@ -322,37 +356,41 @@ def main(argv=None):
         done += samples
         print(PROGRESS_LINE, done, flush=True)
 
-    reports = [_train_synchronously(strategy, setup, data, worker, progress) for setup in setups]
+    reports = namespace[args.function](setups, progress)
     Path(args.out).write_text(json.dumps(reports))
 
 
-def _train_synchronously(strategy, setup, data, worker, progress):
-    """One setup on this MWMS worker: {"phases": {name: Phase as a dict}, "held_bytes", "rss_bytes"}."""
-    with strategy.scope():
-        model, optimizer = setup.build()
-    steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, setup.steps_per_closure)
-    per_call = setup.steps_per_closure * setup.num_workers  # batches of one call, summed over the workers
-    report = {"phases": {}}
-    iterator = None
-    for name, intervals, slow_worker, seed in setup.phases:
-        if seed is not None and seed != setup.seed:
-            setup.restart(model, optimizer, seed)
-        if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
-            iterator = iter(strategy.distribute_datasets_from_function(setup.dataset_fn(data, slow_worker)))
-        steps(iterator)  # warm-up: tracing, the collectives' first handshake
-        meter = Meter({"workers": os.getpid()}, [os.getpid()])
-        # Only worker 0 evaluates, between its timed intervals; the others wait for it inside their
-        # next all-reduce. Worker 0's times are the ones reported.
-        phase = train.timed_intervals(lambda batches: [steps(iterator) for _ in range(batches // per_call)],
-                                      intervals * setup.batches_per_interval, setup.batches_per_interval,
-                                      evaluate=evaluation(setup, model, data) if worker == 0 else None, description=None,
-                                      on_progress=lambda _: progress(setup.batches_per_interval * setup.batch_size),
-                                      history=Phase(batch_size=setup.batch_size), meter=meter)
-        phase = meter_phase(phase, meter, intervals * setup.batches_per_interval // setup.num_workers)
-        report["phases"][name] = asdict(phase)
-    report["held_bytes"] = sum(_held_bytes(model, optimizer).values())
-    report["rss_bytes"] = psutil.Process().memory_info().rss
-    return report
+def all_reduce_worker(setups, progress):
+    """The program every all-reduce worker runs, each with its own TF_CONFIG: train each setup in lockstep
+    with the other workers; this worker's report on each (worker 0's also has the test accuracies)."""
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; before any other TensorFlow work
+    worker = strategy.cluster_resolver.task_id
+    data = load_mnist() if any(setup.model == "mlp" for setup in setups) else None
+    reports = []
+    for setup in setups:
+        with strategy.scope():
+            model, optimizer = setup.build()  # a full copy of the variables on every worker
+        steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, setup.steps_per_closure)
+        per_call = setup.steps_per_closure * setup.num_workers  # batches of one call, summed over the workers
+        phases, iterator = {}, None
+        for name, intervals, batches_per_interval, slow_worker, seed in setup.phases:
+            if seed is not None and seed != setup.seed:
+                setup.restart(model, optimizer, seed)
+            if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
+                iterator = iter(strategy.distribute_datasets_from_function(setup.dataset_fn(data, slow_worker)))
+            steps(iterator)  # warm-up: tracing, the collectives' first handshake
+            meter = Meter({"workers": os.getpid()}, [os.getpid()])
+            # Only worker 0 evaluates, between its timed intervals; the others wait for it in their next all-reduce.
+            phase = train.timed_intervals(lambda batches: [steps(iterator) for _ in range(batches // per_call)],
+                                          intervals * batches_per_interval, batches_per_interval,
+                                          evaluate=evaluation(setup, model, optimizer, data) if worker == 0 else None,
+                                          description=None, history=Phase(batch_size=setup.batch_size), meter=meter,
+                                          on_progress=lambda _: progress(batches_per_interval * setup.batch_size))
+            phase = meter_phase(phase, meter, intervals * batches_per_interval // setup.num_workers)
+            phases[name] = asdict(phase)
+        reports.append({"phases": phases, "held_bytes": sum(held_bytes(model, optimizer).values()),
+                        "weights_digest": weights_digest(model), "rss_bytes": psutil.Process().memory_info().rss})
+    return reports
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ from support import processes_running
 @pytest.mark.parametrize("settings, message", [
     ({"model": "resnet"}, "unknown model 'resnet'; use one of mlp, embedding"),
     ({"num_workers": 0}, "num_workers must be a whole number >= 1"),
-    ({"batches_per_interval": 30}, r"multiple of steps_per_closure x num_workers \(20\)"),
+    ({"batches_per_interval": 30}, r"batches_per_interval \(30\) must be a multiple of steps_per_closure x num_workers \(20\)"),
+    ({"slow_batches": 50}, r"slow_batches \(50\) must be a multiple"),
     ({"slow_worker": 2}, r"slow_worker 2 is not a worker index \(0 to 1\)"),
 ])
 def test_a_bad_setup_says_what_to_change(settings, message):
@@ -20,14 +21,20 @@ def test_a_bad_setup_says_what_to_change(settings, message):
         allreduce.Setup(**settings)
 
 
+def test_a_setup_takes_its_models_learning_rate_unless_given_one():
+    assert allreduce.Setup().learning_rate == 1e-3 and allreduce.Setup(model="embedding").learning_rate == 0.1
+    assert float(allreduce.Setup(learning_rate=2e-3).build()[1].learning_rate) == pytest.approx(2e-3)
+
+
 def test_a_setup_has_the_slowed_phase_only_when_asked():
-    assert [name for name, _, _, _ in allreduce.Setup().phases] == ["seed 0"]
-    assert allreduce.Setup(slow_worker=1, slow_ms=50, slow_intervals=2).phases[-1] == ("slowed", 2, 1, None)
+    assert [name for name, _, _, _, _ in allreduce.Setup().phases] == ["seed 0"]
+    assert allreduce.Setup(slow_worker=1, slow_ms=50, slow_batches=200).phases[-1] == ("slowed", 1, 200, 1, None)
 
 
 def test_a_setup_runs_its_even_phase_once_per_seed_and_the_embedding_only_one():
-    phases = allreduce.Setup(seed=4, seeds=3, intervals=5, slow_worker=1, slow_ms=50, slow_intervals=2).phases
-    assert phases == [("seed 4", 5, None, 4), ("seed 5", 5, None, 5), ("seed 6", 5, None, 6), ("slowed", 2, 1, None)]
+    phases = allreduce.Setup(seed=4, seeds=3, intervals=5, slow_worker=1, slow_ms=50, slow_batches=60).phases
+    assert phases == [("seed 4", 5, 100, None, 4), ("seed 5", 5, 100, None, 5), ("seed 6", 5, 100, None, 6),
+                      ("slowed", 1, 60, 1, None)]
     with pytest.raises(ValueError, match="seeds=3 needs the mlp model"):
         allreduce.Setup(model="embedding", seeds=3)
 
@@ -62,6 +69,13 @@ def test_time_to_accuracy_is_the_first_evaluation_at_the_target():
     assert phase.samples_per_second == 100
 
 
+def test_updates_per_batch_are_counted_between_the_first_and_last_evaluation():
+    phase = allreduce.Phase(batch_size=10)
+    for step, updates in ((20, 30), (40, 40), (60, 50)):  # 20 updates of warm-up before the first interval
+        phase.record(step, step / 10, evaluation={"accuracy": 0.5, "updates": updates})
+    assert phase.updates_per_batch == 0.5
+
+
 @pytest.mark.cluster
 def test_a_failing_worker_stops_them_all_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_MNIST_SOURCE", "no-such-source")  # each worker fails after starting TensorFlow
@@ -71,15 +85,23 @@ def test_a_failing_worker_stops_them_all_with_its_log(tmp_path, monkeypatch):
     assert processes_running("labkit.allreduce") == []
 
 
+def marked_worker(setups, progress):
+    """The kit's worker program, its reports marked: run_all_reduce ships this source to the workers."""
+    return [report | {"rss_bytes": -1} for report in all_reduce_worker(setups, progress)]  # noqa: F821 (the worker's name)
+
+
 @pytest.mark.cluster
-def test_two_worker_processes_train_mnist_in_lockstep_and_every_batch_is_counted(tmp_path):
+def test_two_worker_processes_run_the_program_they_are_given_in_lockstep_and_count_every_batch(tmp_path):
     setup = allreduce.Setup(intervals=3, batches_per_interval=40, steps_per_closure=10, seed=1)
-    [run] = allreduce.run_all_reduce(setup, timeout=300, log_dir=tmp_path)
+    [run] = allreduce.run_all_reduce(setup, program=marked_worker, timeout=300, log_dir=tmp_path)
+    assert run["rss_bytes"] == [-1, -1], "each worker ran the program it was sent"
     phase = run["seed 1"]
     assert phase.step == [40, 80, 120], "each interval: 40 batches, summed over both workers"
     assert phase.batches == 120, "the batches each worker's meter counted add up to all 120"
     assert phase.cpu_seconds["workers"] > 0
+    assert phase.updates_per_batch == 0.5, "one synchronous update per call of 2 workers' batches"
     assert len(set(run["held_bytes"])) == 1, "every worker holds a whole copy of the model and optimizer"
+    assert len(set(run["weights_digest"])) == 1, "and ends with the same weights, bit for bit"
     assert phase.evaluation["accuracy"][-1] > 0.75
     assert phase.loss[-1] < phase.loss[0]
     assert processes_running("labkit.allreduce") == []

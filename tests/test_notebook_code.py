@@ -9,7 +9,7 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit import compression, meter, models, recovery, staleness, train
+from labkit import allreduce, compression, meter, models, recovery, staleness, train
 from labkit.bench import costmodel, measure, stats
 from smoke_notebooks import NOTEBOOKS
 
@@ -38,6 +38,7 @@ COPIES = [
     ("08_performance_analysis.ipynb", "spread", stats.spread),
     ("08_performance_analysis.ipynb", "run_custom", measure.run_custom),
     ("08_performance_analysis.ipynb", "predict", costmodel.predict),
+    ("10_ps_vs_allreduce.ipynb", "all_reduce_worker", allreduce.all_reduce_worker),
 ]
 
 

@@ -1,7 +1,6 @@
 """Checks of notebook 10 (parameter servers against all-reduce)."""
 
 from labkit.checks.core import require
-from labkit.verdict import LOSES, WINS, verdict
 
 
 def both_reached(accuracy_by_run, target_accuracy):
@@ -60,16 +59,14 @@ def replicated(held_by_worker, table_bytes):
     require(not short, f"workers hold {held_by_worker} bytes, some less than the table's {table_bytes:,}.")
 
 
-def winner_outside_spread(winner, values_by_side, higher_is_better=False, min_seeds=3):
-    """``winner`` is the side each of whose seeds did better than every seed of the other side (lower
-    values, or higher with ``higher_is_better``), or None when the two sides' ranges overlap; each
-    side was measured over at least ``min_seeds`` seeds."""
-    few = {side: len(values) for side, values in values_by_side.items() if len(values) < min_seeds}
-    require(not few, f"seeds per side {few}: a spread needs at least {min_seeds} seeds on each side; raise seeds.")
-    require(len(values_by_side) == 2, f"compare two sides, not {sorted(values_by_side)}.")
-    (side, values), (other, other_values) = values_by_side.items()
-    expected = {WINS: side, LOSES: other}.get(verdict(values, other_values, higher_is_better))
-    require(winner == expected,
-        f"the verdict names {winner!r}, but the seeds gave {values_by_side}: "
-        + (f"every seed of {expected} did better than every seed of the other side." if expected
-           else "the two ranges overlap, so no side can be named."))
+def copies_identical(digests_by_worker):
+    """Every all-reduce worker ended with the same weights, bit for bit (``allreduce.weights_digest`` of each)."""
+    require(len(set(digests_by_worker)) == 1,
+        f"the workers' weights differ ({len(set(digests_by_worker))} different digests among {len(digests_by_worker)} "
+        "workers): a synchronous update must leave every copy the same. Did each worker apply its own gradient?")
+
+
+def updates_per_batch(measured, expected, what):
+    """The optimizer applied ``expected`` updates per batch trained (parameter servers 1, all-reduce 1 / num_workers)."""
+    require(abs(measured - expected) <= 0.01 * expected,
+        f"{what}: {measured:.3f} optimizer updates per batch trained, expected {expected:.3f}.")
