@@ -51,12 +51,22 @@ def test_with_no_child_running_the_peaks_stay_zero():
     assert sampled.peaks() == {"peak_pss_mb": 0, "peak_rss_mb": 0, "peak_alone_mb": 0, "largest_tasks": ""}
 
 
+# Sampled in a process of its own: PeakMemory samples every child of the process it runs in, and a
+# pytest worker may still hold another test's children.
+ALL_REDUCE_WORKERS_SAMPLED = """
+import json, os, subprocess, sys
+from labkit.tools.memory import PeakMemory
+with PeakMemory(interval=0.1) as sampled:
+    workers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)", "-m", "labkit.allreduce"],
+                                env=os.environ | {"TF_CONFIG": json.dumps({"task": {"type": "worker", "index": i}})})
+               for i in range(2)]
+    for worker in workers:
+        worker.wait()
+print(json.dumps(sorted(sampled.task_mb)))
+"""
+
+
 def test_each_all_reduce_worker_is_named_by_its_task_not_summed_as_python():
     # processes with the all-reduce worker's module on their command line and its TF_CONFIG (sleeping, not training)
-    with PeakMemory(interval=0.1) as sampled:
-        workers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)", "-m", "labkit.allreduce"],
-                                    env=os.environ | {"TF_CONFIG": json.dumps({"task": {"type": "worker", "index": i}})})
-                   for i in range(2)]
-        for worker in workers:
-            worker.wait()
-    assert set(sampled.task_mb) == {"all-reduce worker:0", "all-reduce worker:1"}
+    done = subprocess.run([sys.executable, "-c", ALL_REDUCE_WORKERS_SAMPLED], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == ["all-reduce worker:0", "all-reduce worker:1"]
