@@ -1,6 +1,99 @@
-"""What a process loads: a task server imports labkit's runtime without the cluster above it."""
+"""The import rule: labkit's modules import only their own layer and the layers below it, as
+docs/contributing.md states; and what a process loads (a task server does not load the cluster)."""
+import ast
+import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LABKIT = ROOT / "labkit"
+
+# Top to bottom, written once: a module may import its own layer and those below it. The package
+# itself (`labkit`: the public API, importable before TensorFlow) may be imported from anywhere.
+LAYERS = [
+    ("tools", ["tools"]),
+    ("widgets", ["widgets"]),
+    ("checks and benchmarks", ["checks", "bench"]),
+    ("deployment", ["deploy"]),
+    ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
+    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict"]),
+    ("content", ["data", "models"]),
+    ("cluster", ["cluster"]),
+    ("runtime", ["runtime"]),
+]
+# What the package imports for its public API (tools.display: figures as images, in a kernel only).
+PACKAGE_IMPORTS = {"runtime", "cluster", "tools"}
+
+
+def layer_of(module):
+    """The index in LAYERS of ``labkit.<module>``'s top-level part."""
+    top = module.split(".")[0]
+    found = [index for index, (_, parts) in enumerate(LAYERS) if top in parts]
+    assert found, f"labkit.{module} is in no layer: add it to LAYERS and to docs/contributing.md"
+    return found[0]
+
+
+def labkit_imports(path):
+    """The labkit modules ``path`` imports (at the top or inside functions), without the ``labkit.`` prefix."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "labkit":
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "labkit" and len(parts) > 1:
+                found.add(".".join(parts[1:]))
+    return found
+
+
+def modules():
+    """(module name without ``labkit.``, path) of every module of the package but the package itself."""
+    for path in sorted(LABKIT.rglob("*.py")):
+        name = ".".join(path.relative_to(LABKIT).with_suffix("").parts).removesuffix(".__init__")
+        if name != "__init__":
+            yield name, path
+
+
+def is_module(name):
+    """Whether ``labkit.<name>`` is a module or subpackage (not a name the package exports, like LocalCluster)."""
+    top = name.split(".")[0]
+    return (LABKIT / top).is_dir() or (LABKIT / f"{top}.py").exists()
+
+
+def violations():
+    """Every import of a module from a layer above the importer's, as a sentence."""
+    return [f"labkit.{module} ({LAYERS[layer_of(module)][0]}) imports labkit.{imported} "
+            f"({LAYERS[layer_of(imported)][0]}, a layer above)"
+            for module, path in modules() for imported in sorted(labkit_imports(path))
+            if is_module(imported) and layer_of(imported) < layer_of(module)]
+
+
+def test_every_module_imports_only_its_layer_and_those_below():
+    assert violations() == []
+
+
+def test_the_package_imports_only_its_public_api():
+    imported = {name.split(".")[0] for name in labkit_imports(LABKIT / "__init__.py")}
+    assert imported <= PACKAGE_IMPORTS, imported - PACKAGE_IMPORTS
+
+
+def test_contributing_states_the_same_layers():
+    text = (ROOT / "docs" / "contributing.md").read_text()
+    stated = re.search(r"^Layers, top to bottom: (.+)$", text, re.MULTILINE)
+    assert stated, "docs/contributing.md must state the layers in one line: 'Layers, top to bottom: ...'"
+    written = "; ".join(f"{name} ({', '.join(f'`{part}`' for part in parts)})" for name, parts in LAYERS) + "."
+    assert stated.group(1) == written, f"docs/contributing.md's layers differ from tests/test_layers.py's: write\n{written}"
+
+
+def test_an_import_from_a_layer_above_is_caught(tmp_path, monkeypatch):
+    (tmp_path / "train.py").write_text("def f():\n    from labkit.tools import grade\n")
+    (tmp_path / "tools").mkdir()
+    monkeypatch.setattr(sys.modules[__name__], "LABKIT", tmp_path)
+    assert violations() == ["labkit.train (training core) imports labkit.tools.grade (tools, a layer above)"]
 
 
 def loaded_modules(statement):
