@@ -10,7 +10,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 TEST_STAMP := $(VENV)/.test-installed-stamp
 KERNEL := pslab
-# The learner's copies of notebooks/ and exercises/ (git ignores it; see labkit/tools/workfolder.py).
+# The learner's copies of notebooks/, exercises/ and docs/ (git ignores it; see labkit/tools/workfolder.py).
 WORK   := work
 WHEELHOUSE := wheelhouse
 

@@ -1,5 +1,6 @@
 """The learner's work folder: `make lab` copies the notebooks and exercises there once and never
 replaces a file a learner has; git ignores it, so `git pull` and `make test` never touch it."""
+import json
 import re
 import subprocess
 import sys
@@ -86,3 +87,20 @@ def test_make_lab_small_starts_jupyterlab_whose_kernels_use_the_offline_subset(m
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+
+
+def relative_links(notebook):
+    """The relative link targets (without #anchors) in a notebook's markdown cells."""
+    cells = json.loads(notebook.read_text())["cells"]
+    text = "".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    return {target.split("#")[0] for target in re.findall(r"\]\(([^)\s]+)\)", text)
+            if not re.match(r"[a-z]+:", target) and not target.startswith("#")}
+
+
+def test_every_relative_link_of_a_notebook_opens_in_the_work_folder(tmp_path):
+    work = tmp_path / "work"
+    workfolder.copy_missing(work)
+    broken = [f"{notebook.relative_to(work)} -> {target}" for folder in ("notebooks", "exercises")
+              for notebook in sorted((work / folder).glob("*.ipynb")) for target in relative_links(notebook)
+              if not (notebook.parent / target).exists()]
+    assert broken == [], "links that JupyterLab cannot open in work/ (copy their target there, or link elsewhere)"

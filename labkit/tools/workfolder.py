@@ -1,6 +1,7 @@
 """The learner's work folder: ``make lab`` runs ``python -m labkit.tools.workfolder work`` before opening JupyterLab there.
 
-It copies ``notebooks/`` and ``exercises/`` of the kit into the work folder (git ignores it),
+It copies ``notebooks/``, ``exercises/`` and ``docs/`` of the kit into the work folder (git ignores
+it), so that the notebooks' links to the docs (``../docs/measurements.md``) open in JupyterLab,
 but only the files that are not there yet: a learner's edited copy is never replaced, and
 ``git pull`` never conflicts with it, because git tracks only the originals. A notebook the
 kit gains later appears in the work folder at the next ``make lab``; a fixed notebook reaches a
@@ -10,7 +11,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-FOLDERS = ("notebooks", "exercises")
+FOLDERS = ("notebooks", "exercises", "docs")
 KIT = Path(__file__).resolve().parents[2]
 
 
