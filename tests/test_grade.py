@@ -3,7 +3,9 @@ check cells; bad input gets a clear row or error; nothing a notebook starts outl
 import csv
 import hashlib
 import json
+import os
 import time
+import zipfile
 
 import nbformat
 import psutil
@@ -49,9 +51,9 @@ def solution_cell(name, text):
 
 
 def submit(folder, notebooks):
-    """Write each learner's notebook (a file, or a folder with one file when the name ends in /)."""
-    for learner, notebook in notebooks.items():
-        path = folder / (learner + "work.ipynb" if learner.endswith("/") else learner + ".ipynb")
+    """Write each notebook at its name + .ipynb (``ada/ex1``: a learner's folder)."""
+    for name, notebook in notebooks.items():
+        path = folder / (name + ".ipynb")
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(notebook, str):
             path.write_text(notebook)
@@ -67,9 +69,13 @@ def parameters_file(tmp_path):
     return path
 
 
-def read_grades(out):
-    with open(out / "grades.csv") as file:
-        return {row["learner"]: row for row in csv.DictReader(file)}
+def read_grades(out, table="grades.csv"):
+    """grades.csv by learner, or notebooks.csv by learner and exercise (or file name, for an unreadable one)."""
+    with open(out / table) as file:
+        rows = list(csv.DictReader(file))
+    if table == "grades.csv":
+        return {row["learner"]: row for row in rows}
+    return {(row["learner"], row["exercise"] or row["file"]): row for row in rows}
 
 
 def checks_of(row, exercise):
@@ -88,28 +94,78 @@ def processes_of(out):
 
 # ----- without running a kernel ---------------------------------------------------------------
 def test_bad_input_gets_a_clear_error_or_row_and_the_submissions_are_untouched(tmp_path):
-    with pytest.raises(SystemExit, match="labkit grade: no folder at"):
+    with pytest.raises(SystemExit, match="labkit grade: no folder or .zip at"):
         cli.main(["grade", str(tmp_path / "missing"), "--out", str(tmp_path / "out")])
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="is empty"):
         cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out")])
+    (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 cut off in the download")
+    with pytest.raises(SystemExit, match="broken.zip is not a readable .zip archive"):
+        cli.main(["grade", str(tmp_path / "broken.zip"), "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit, match="no Jupyter kernel named 'no-such-kernel'"):
+        cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--kernel", "no-such-kernel"])
     submissions = tmp_path / "submissions"
     lesson = nbformat.read(SOLUTIONS.parent / "notebooks" / "00_welcome.ipynb", as_version=4)
     (submissions / "nothing").mkdir(parents=True)
     (submissions / "nothing" / "notes.txt").write_text("no notebook here")
     before = submit(submissions, {"corrupt": '{"cells": [', "json": '{"a": 1}', "lesson": lesson})
     cli.main(["grade", str(submissions), "--out", str(tmp_path / "out")])
-    rows = read_grades(tmp_path / "out")
-    assert {learner: row["status"] for learner, row in rows.items()} == {
-        "corrupt": "error", "json": "error", "lesson": "refused", "nothing": "error"}
-    assert "not a readable Jupyter notebook" in rows["corrupt"]["detail"]
-    assert "not one of the exercises" in rows["lesson"]["detail"]
-    assert "holds no .ipynb notebook" in rows["nothing"]["detail"]
+    notebooks = read_grades(tmp_path / "out", "notebooks.csv")
+    assert {learner: row["status"] for (learner, _), row in notebooks.items()} == {
+        "corrupt": "error", "json": "error", "lesson": "refused"}
+    assert "not a readable Jupyter notebook" in notebooks["corrupt", "corrupt.ipynb"]["detail"]
+    assert "not one of the exercises" in notebooks["lesson", "lesson.ipynb"]["detail"]
+    learners = read_grades(tmp_path / "out")
+    assert sorted(learners) == ["corrupt", "json", "lesson", "nothing"], "one row per learner"
+    assert learners["nothing"]["notes"] == "no notebook handed in; not notebooks, not graded: notes.txt"
+    assert "corrupt.ipynb: error (corrupt.ipynb is not a readable Jupyter notebook" in learners["corrupt"]["notes"]
     assert "not a readable Jupyter notebook" in (tmp_path / "out" / "corrupt" / "feedback.md").read_text()
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in submissions.rglob("*") if path.is_file()}
     assert after == before, "grading changed or removed a submitted file"
     with pytest.raises(SystemExit, match="is not empty"):
         cli.main(["grade", str(submissions), "--out", str(tmp_path / "out")])
+
+
+def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
+    """Canvas's file names (a resubmission, a late one, a PDF, a corrupt notebook) and a roster from Canvas's
+    gradebook export: one row per learner, the latest notebook graded, canvas.csv as Canvas imports it.
+    Blank exercises only: no kernel starts."""
+    blank_ex1, blank_ex5 = (nbformat.writes(nbformat.read(EXERCISES / name, as_version=4)) for name in (EX1, EX5))
+    archive = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr(zipfile.ZipInfo("lovelaceada_101_5001_ex1_basic_cluster.ipynb", (2026, 3, 1, 9, 0, 0)), blank_ex1)
+        zipped.writestr(zipfile.ZipInfo("lovelaceada_late_101_5002_ex1_basic_cluster-1.ipynb", (2026, 3, 2, 9, 0, 0)),
+                        blank_ex1)
+        zipped.writestr("lovelaceada_101_5003_ex5_staleness_checks.ipynb", blank_ex5)
+        zipped.writestr("hoppergrace_102_5004_report.pdf", b"%PDF-1.4")
+        zipped.writestr("hoppergrace_102_5005_ex1_basic_cluster.ipynb", '{"cells": [')
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n"
+                      "    Points Possible,,,,\n"
+                      '"Lovelace, Ada",101,s101,ada,Lab A\n"Hopper, Grace",102,s102,grace,Lab A\n'
+                      '"Turing, Alan",103,s103,alan,Lab B\n')
+    out = tmp_path / "graded"
+    cli.main(["grade", str(archive), "--out", str(out), "--roster", str(roster), "--export", "canvas"])
+    learners = read_grades(out)
+    assert sorted(learners) == ["101", "102", "103"]
+    ada, grace, alan = learners["101"], learners["102"], learners["103"]
+    assert ada["name"] == "Lovelace, Ada" and ada["total"] == "0" and ada["max_total"] == str(len(EX1_CHECKS + EX5_CHECKS))
+    assert checks_of(ada, "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
+    assert "ex1: handed in late" in ada["notes"]
+    assert "ex1: graded the latest, ex1_basic_cluster-1.ipynb; not graded: ex1_basic_cluster.ipynb" in ada["notes"]
+    assert "not notebooks, not graded: report.pdf" in grace["notes"] and "ex1_basic_cluster.ipynb: error" in grace["notes"]
+    assert checks_of(alan, "ex5") == dict.fromkeys(EX5_CHECKS, "not submitted") and "no notebook handed in" in alan["notes"]
+    assert "Total: **0** of 8 checks" in (out / "101" / "feedback.md").read_text()
+    with open(out / "canvas.csv") as file:
+        canvas = list(csv.reader(file))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "PS Lab exercises"]
+    assert canvas[1] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0"] and len(canvas) == 4
+
+    moodle = tmp_path / "moodle"
+    submit(moodle, {"Ada Lovelace_201_assignsubmission_file_/ex5_staleness_checks": nbformat.reads(blank_ex5, 4)})
+    cli.main(["grade", str(moodle), "--out", str(tmp_path / "graded-moodle")])
+    row = read_grades(tmp_path / "graded-moodle")["201"]
+    assert row["name"] == "Ada Lovelace" and checks_of(row, "ex5") == dict.fromkeys(EX5_CHECKS, "not attempted")
 
 
 def test_the_grader_runs_its_own_check_cells_and_parameters_and_sees_what_is_blank():
@@ -141,12 +197,22 @@ def test_a_cluster_over_the_task_limit_is_refused_before_any_process_starts(monk
 
 
 # ----- running the notebooks ---------------------------------------------------------------------
-def test_grading_a_class(tmp_path):
-    """One `labkit grade --jobs 2` over a solution, a typical wrong answer, a blank exercise and broken ones.
-    Only the solution starts TensorFlow tasks: the others show their grading paths without a cluster."""
+LEAVES_A_DETACHED_PROCESS = (  # it also shows what a graded notebook sees of the grader's environment
+    "import json, os, subprocess\n"
+    "json.dump(dict(os.environ), open('environment.json', 'w'))\n"
+    "detached = subprocess.Popen(['setsid', 'env', '-i', 'sleep', '1000'])  # no marker, its own session\n"
+    "open('detached.pid', 'w').write(str(detached.pid))")
+
+
+def test_grading_a_class(tmp_path, monkeypatch):
+    """One `labkit grade --jobs 2` over a solution, a typical wrong answer, a blank exercise and broken ones
+    (a kernel that dies, a detached leftover process, an instructor's variable to hide). Only the solution
+    starts TensorFlow tasks: the others show their grading paths without a cluster."""
     submissions = tmp_path / "submissions"
     before = submit(submissions, {
-        "ada/": nbformat.read(SOLUTIONS / EX2, as_version=4),
+        "ada/ex2": nbformat.read(SOLUTIONS / EX2, as_version=4),
+        "ada/ex1": variant(EXERCISES, EX1, [("ports = [portpicker", solution_cell(EX1, "ports = [portpicker")),
+                                            ("server_script = work_dir", "import os\nos._exit(1)")]),  # kernel dies
         "dee": wrong(EX4, "scheduled nothing on the cluster"),  # made-up timings: no cluster
         "eve": nbformat.read(EXERCISES / EX1, as_version=4),  # blank: graded without a kernel
         "fay": variant(EXERCISES, EX1, [  # 1.1 and half of 1.2 answered, with a syntax error; its check "passed" by hand
@@ -155,29 +221,44 @@ def test_grading_a_class(tmp_path):
             ('print("started:"', solution_cell(EX1, 'print("started:"').replace(
                 "in tf_configs.items():", "in tf_configs.items()", 1)),
             ("checks.servers_serving(", 'checklist.passed("servers serving")')],
-            extra_cells=['checklist.passed("servers serving")']),
+            extra_cells=['checklist.passed("servers serving")', LEAVES_A_DETACHED_PROCESS]),
         "gus": variant(SOLUTIONS, EX5, [("cluster = labkit.LocalCluster(", lambda source: source.replace(
             "num_workers=num_workers", "num_workers=16"))]),
     })
+    monkeypatch.setenv("PSLAB_INSTRUCTOR_TOKEN", "not for learners")
     out = tmp_path / "graded"
     began = time.monotonic()
     cli.main(["grade", str(submissions), "--out", str(out), "--jobs", "2", "--timeout", "400",
               "--parameters", str(parameters_file(tmp_path))])
-    print(f"graded 5 notebooks with --jobs 2 in {time.monotonic() - began:.0f} s")
-    rows = read_grades(out)
-    assert {learner: row["status"] for learner, row in rows.items()} == {**dict.fromkeys(rows, "ok"), "gus": "refused"}
-    assert len(rows) == 5 and "at most 4 are allowed" in rows["gus"]["detail"]
-    assert checks_of(rows["ada"], "ex2") == dict.fromkeys(EX2_CHECKS, "passed")
-    assert rows["ada"]["score"] == rows["ada"]["max_score"] == "2"
-    assert checks_of(rows["dee"], "ex4") == {**dict.fromkeys(EX4_CHECKS, "passed"), "timed on the cluster": "failed"}
-    assert rows["dee"]["score"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()
-    assert rows["dee"]["ex4: 4.5 · Explain the plot (written)"] == "answered"
-    assert checks_of(rows["eve"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted") and rows["eve"]["score"] == "0"
-    assert rows["eve"]["detail"] == "no check attempted: not run" and not (out / "eve" / "executed.ipynb").exists()
-    assert checks_of(rows["fay"], "ex1") == {"TF_CONFIGs": "passed", "servers serving": "failed",
-                                             "cluster trains": "not attempted", "processes stopped": "not attempted"}, \
+    print(f"graded 6 notebooks with --jobs 2 in {time.monotonic() - began:.0f} s")
+    rows, learners = read_grades(out, "notebooks.csv"), read_grades(out)
+    assert {key: row["status"] for key, row in rows.items()} == {
+        ("ada", "ex1"): "kernel died", ("ada", "ex2"): "ok", ("dee", "ex4"): "ok", ("eve", "ex1"): "ok",
+        ("fay", "ex1"): "leaked processes", ("gus", "ex5"): "refused"}
+    assert "at most 4 are allowed" in rows["gus", "ex5"]["detail"]
+    assert checks_of(rows["ada", "ex2"], "ex2") == dict.fromkeys(EX2_CHECKS, "passed")
+    assert checks_of(learners["ada"], "ex1") == {"TF_CONFIGs": "passed", "servers serving": "failed",
+                                                 "cluster trains": "not attempted", "processes stopped": "not attempted"}
+    assert "not reached: the run ended (kernel died)" in (out / "ada" / "feedback.md").read_text()
+    assert (learners["ada"]["ex1"], learners["ada"]["ex2"], learners["ada"]["total"]) == ("1", "2", "3"), \
+        "a learner's row adds up their exercises"
+    assert learners["ada"]["ex4: one time per worker count"] == "not submitted"
+    assert "ex1: kernel died" in learners["ada"]["notes"]
+    assert checks_of(rows["dee", "ex4"], "ex4") == {**dict.fromkeys(EX4_CHECKS, "passed"), "timed on the cluster": "failed"}
+    assert learners["dee"]["total"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()
+    assert learners["dee"]["ex4: 4.5 · Explain the plot (written)"] == "answered"
+    assert checks_of(learners["eve"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
+    assert rows["eve", "ex1"]["detail"] == "no check attempted: not run" and not (out / "eve" / "ex1" / "executed.ipynb").exists()
+    assert checks_of(learners["fay"], "ex1") == {"TF_CONFIGs": "passed", "servers serving": "failed",
+                                                 "cluster trains": "not attempted", "processes stopped": "not attempted"}, \
         "a hand-called passed() counted, or the grading stopped at the syntax error"
     assert "SyntaxError" in (out / "fay" / "feedback.md").read_text()
+
+    seen = json.loads((out / "fay" / "ex1" / "environment.json").read_text())
+    assert "PSLAB_INSTRUCTOR_TOKEN" not in seen and seen["PATH"] == os.environ["PATH"]
+    assert seen["HOME"] == str(out / "fay" / "ex1" / "home") and seen["TMPDIR"] == str(out / "fay" / "ex1" / "tmp")
+    detached = int((out / "fay" / "ex1" / "detached.pid").read_text())
+    assert f"left running, killed: sleep 1000 ({detached})" in learners["fay"]["notes"] and not is_running(detached)
     assert processes_of(out) == []
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in submissions.rglob("*") if path.is_file()}
     assert after == before
@@ -197,11 +278,11 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
     for timeout in HANG_TIMEOUTS:
         out, began = tmp_path / f"graded-{timeout}", time.time()
         cli.main(["grade", str(tmp_path / "submissions"), "--out", str(out), "--timeout", str(timeout)])
-        row = read_grades(out)["hangs"]
+        row = read_grades(out, "notebooks.csv")["hangs", "ex5"]
         print(row["detail"])
         assert row["status"] == "timeout" and f"still running after {timeout} s" in row["detail"]
         assert processes_of(out) == []
-        started = out / "hangs" / "started.json"
+        started = out / "hangs" / "ex5" / "started.json"
         if started.exists():
             print(f"the hung notebook's cluster was up {started.stat().st_mtime - began:.0f} s after the start")
             break

@@ -437,11 +437,23 @@ def cmd_grade(args):
 
 def add_grade(commands):
     parser = add_command(commands, "grade", cmd_grade, "labkit grade submissions/ --out graded/ --jobs 2")
-    parser.add_argument("submissions", help="folder with one notebook file or one folder per learner")
+    parser.add_argument("submissions", help="a folder with one notebook file or one folder per learner, or a Canvas "
+                                            "or Moodle bulk-download .zip (or its unpacked folder)")
     parser.add_argument("--out", required=True, metavar="DIR", help="a new folder for grades.csv and the feedback")
+    parser.add_argument("--roster", metavar="FILE",
+                        help="CSV of the class, a column id (or ID, as in Canvas's gradebook export) naming each "
+                             "learner, optionally name (or Student): learners who handed in nothing get a row too")
+    parser.add_argument("--export", choices=["canvas"],
+                        help="also write the learning platform's import file (canvas: DIR/canvas.csv for the "
+                             "gradebook's Import)")
+    parser.add_argument("--assignment", default="PS Lab exercises",
+                        help="the gradebook column of --export, as the platform names the assignment (Canvas's "
+                             "own export says 'Name (id)') (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default: %(default)s; "
                                                             "each runs a kernel and a small cluster)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per notebook (default: %(default)s)")
+    parser.add_argument("--cell-timeout", type=float, default=600.0,
+                        help="seconds per cell: a longer cell is interrupted and the next runs (default: %(default)s)")
     parser.add_argument("--max-tasks", type=int, default=4,
                         help="task processes allowed per cluster a notebook starts (default: %(default)s)")
     parser.add_argument("--parameters", metavar="FILE",

@@ -1,11 +1,15 @@
 """``labkit grade SUBMISSIONS --out DIR``: run learners' exercise notebooks and grade them.
 
-SUBMISSIONS is a folder holding, per learner, one notebook file or one folder (any names;
-a folder may hold several exercises). Each notebook is copied to ``DIR/<learner>/`` and run
-there; the submissions themselves are only read. ``DIR/grades.csv`` gets one row per learner
-and exercise: a status, a score (one point per passed check), and per check ``passed``,
-``failed`` or ``not attempted``; each written answer is ``answered`` or ``not attempted``
-(for the instructor to read). ``DIR/<learner>/feedback.md`` gives each failing check's message.
+SUBMISSIONS is a folder, or a Canvas or Moodle bulk-download .zip (unpacked into ``DIR/_unpacked``);
+``labkit.tools.submissions`` says which learner each file belongs to. Per learner and exercise the
+latest notebook is graded, in ``DIR/<learner>/<exercise>/``; the submissions themselves are only read.
+``DIR/grades.csv`` has one row per learner: per exercise its score (one point per passed check) and
+per check ``passed``, ``failed``, ``not attempted`` or ``not submitted``; each written answer
+``answered`` or ``not attempted`` (for the instructor to read); the total; and notes (a timeout, a
+leftover process, a late or superseded file, a file that is not a notebook). ``DIR/notebooks.csv``
+has one row per graded notebook (status, score, seconds, why it ended). ``DIR/<learner>/feedback.md``
+gives each failing check's message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's
+gradebook import.
 
 How the grader decides, and what it trusts:
 
@@ -24,21 +28,24 @@ How the grader decides, and what it trusts:
   Read the executed notebook (``executed.ipynb``) of a score that surprises you.
 
 Every notebook runs in its own worker process (``python -m labkit.tools.grade_worker``, started with
-``labkit.runtime.children`` in its own session), with its own kernel, ``LABKIT_STATE_DIR``,
-``LABKIT_ARRAY_DIR`` and temporary folder; its clusters pick free ports as always. All of
-its processes carry a per-run marker in their environment. After the run (or at its
-``--timeout``, when the worker is killed) every process with that marker is found with psutil
-and killed, kernel and TensorFlow tasks included, whatever session or parent it has; a run
-that left processes behind says so in its status. ``LABKIT_MAX_TASKS`` (``--max-tasks``) caps
-the task processes of any LocalCluster a notebook starts: a notebook asking for 16 workers
-gets a ``TaskLimitError`` and the status ``refused``.
+``labkit.runtime.children`` in its own session), with its own kernel, and a clean environment: none of
+the grader's variables but PATH, LANG, LANGUAGE, TZ, TERM, LC_* and LABKIT_*; its own HOME (with a copy
+of Keras's cached MNIST), temporary folder, ``LABKIT_STATE_DIR`` and ``LABKIT_ARRAY_DIR``; and
+``LABKIT_OFFLINE=1``. Its clusters pick free ports as always. Each cell has ``--cell-timeout``
+seconds (then it is interrupted and the next cell runs), the notebook ``--timeout`` seconds. All of
+its processes carry a per-run marker in their environment, and the worker adopts (on Linux) any process
+whose parent exits. After the run (or at its ``--timeout``, when the worker is killed) every process
+with that marker, and every one the worker adopted, is killed, kernel and TensorFlow tasks included;
+a run that left processes behind says so in its row, and one that cannot be killed is reported,
+never stopping the others. ``LABKIT_MAX_TASKS`` (``--max-tasks``) caps the task processes of any
+LocalCluster a notebook starts: a notebook asking for 16 workers gets a ``TaskLimitError`` and the
+status ``refused``.
 
-Statuses: ``ok`` (it ran; checks may still fail), ``timeout``, ``kernel died``, ``refused``
-(not an exercise, or over the task limit), ``leaked processes`` (it ran, but left processes
-that the grader killed), ``error`` (the file is not a readable notebook).
+Statuses: ``ok`` (it ran; checks may still fail), ``timeout``, ``kernel died`` (the checks it had not
+reached fail), ``refused`` (not an exercise, or over the task limit), ``leaked processes`` (it ran, but
+left processes that the grader killed), ``error`` (the file is not a readable notebook).
 """
 import copy
-import csv
 import json
 import os
 import re
@@ -53,16 +60,20 @@ from pathlib import Path
 import nbformat
 import psutil
 import yaml
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
-from labkit.runtime import children, processes
-from labkit.tools import exercises
 from labkit.cluster import MAX_TASKS_VARIABLE
+from labkit.data import KERAS_CACHE
+from labkit.runtime import children, processes
+from labkit.tools import exercises, gradebook, submissions
 
 DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "exercises"
 RUN_MARKER = "LABKIT_GRADE_RUN"  # in the environment of every process a graded notebook starts
 PASSED_CALL = re.compile(r"""checklist\.passed\(\s*["']([^"']+)["']\s*\)""")
 SUMMARY_SOURCE = "checklist.summary()"
 STUB_MESSAGE = "replace this line with your solution"  # a stub's NotImplementedError: not worth a feedback line
+KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")  # of the grader's environment, what a graded run gets
+UNPACKED = "_unpacked"  # the folder in --out into which a .zip is unpacked
 LEFTOVER_GRACE_SECONDS = 10.0  # tasks exit on their own when their kernel has gone; wait that long first
 
 
@@ -146,39 +157,8 @@ def _has_stub(cell):
 
 
 # ----- the submissions --------------------------------------------------------------------
-@dataclass
-class Submission:
-    learner: str  # a name for its row and its folder in --out
-    path: Path
-
-
-def find_submissions(folder):
-    """One Submission per notebook: a notebook file in ``folder`` or each notebook in a learner's sub-folder."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ValueError(f"no folder at {folder}: give the folder into which you put the submitted notebooks "
-                         "(one file or one folder per learner).")
-    found = []
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir():
-            notebooks = sorted(path for path in entry.rglob("*.ipynb") if ".ipynb_checkpoints" not in path.parts)
-            if not notebooks:
-                found.append(Submission(entry.name, entry))  # graded as an error: nothing to grade
-            for path in notebooks:
-                found.append(Submission(entry.name if len(notebooks) == 1 else f"{entry.name}-{path.stem}", path))
-        else:
-            found.append(Submission(entry.stem, entry))
-    if not found:
-        raise ValueError(f"{folder} is empty: put the submitted notebooks in it (one file or one folder per learner).")
-    return found
-
-
 def read_notebook(path):
     """The notebook at ``path``, or SubmissionError saying why it cannot be read."""
-    if path.is_dir():
-        raise SubmissionError(f"the folder {path.name}/ holds no .ipynb notebook.")
     try:
         notebook = nbformat.read(path, as_version=4)
     except Exception as error:  # nbformat raises JSON, validation and encoding errors of many kinds
@@ -249,70 +229,143 @@ def not_attempted(submitted, exercise):
 
 
 # ----- grading every submission (in the grader) -----------------------------------------------
-def grade(submissions_dir, out_dir, reference=DEFAULT_REFERENCE, jobs=1, timeout=900.0, max_tasks=4,
-          parameters=None, kernel="pslab"):
-    """Grade every submission; write grades.csv (after each one) and the feedback files; return the rows."""
-    submissions = find_submissions(submissions_dir)
-    exercise_list = load_exercises(reference)
+@dataclass
+class Settings:
+    """How each notebook is run: the same for the whole class."""
+
+    timeout: float = 900.0  # seconds per notebook
+    cell_timeout: float = 600.0  # seconds per cell
+    max_tasks: int = 4
+    parameters: dict = field(default_factory=dict)
+    kernel: str = "pslab"
+
+
+def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, roster=None,
+          export=None, assignment="PS Lab exercises"):
+    """Grade every learner's submissions in ``source`` (a folder or a .zip); write grades.csv (one row per
+    learner), notebooks.csv (one per notebook), each learner's feedback.md and, with ``export="canvas"``,
+    canvas.csv. Return grades.csv's rows."""
+    settings = settings or Settings()
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ValueError(f"{out_dir} is not empty (an earlier grading?): choose a new --out folder.")
-    if jobs < 1 or timeout <= 0 or max_tasks < 2:
-        raise ValueError("--jobs must be >= 1, --timeout > 0 and --max-tasks >= 2 (a worker and a parameter server).")
+    if jobs < 1 or settings.timeout <= 0 or settings.cell_timeout <= 0 or settings.max_tasks < 2:
+        raise ValueError("--jobs must be >= 1, --timeout and --cell-timeout > 0 and --max-tasks >= 2 "
+                         "(a worker and a parameter server).")
+    exercise_list = load_exercises(reference)
+    kernel_path = kernel_data_path(settings.kernel)
+    folder = submissions.unpack(source, out_dir / UNPACKED)
+    learners = submissions.find_learners(folder, submissions.read_roster(roster) if roster else None)
+    chosen, notes = choose_notebooks(learners, exercise_list)
     out_dir.mkdir(parents=True, exist_ok=True)
-    names = _unique_folders([submission.learner for submission in submissions])
-    settings = dict(timeout=timeout, max_tasks=max_tasks, parameters=parameters or {}, kernel=kernel)
-    rows, lock = [], threading.Lock()
+    rows, sections, lock = [], {}, threading.Lock()
 
-    def one(pair):
-        submission, folder = pair
-        row = grade_submission(submission, exercise_list, out_dir / folder, **settings)
+    def one(item):
+        submission, notebook, exercise = item
+        name = exercise.short if notebook else re.sub(r"[^A-Za-z0-9_.-]", "_", Path(submission.original).stem)
+        row, section = grade_submission(submission, notebook, exercise, _learner_folder(out_dir, submission.learner)
+                                        / name, settings, kernel_path)
         with lock:
             rows.append(row)
-            write_grades(rows, exercise_list, out_dir / "grades.csv")
-        print(f"{row['learner']}: {row['exercise'] or '-'} {row['status']}, score {row['score']}/{row['max_score']}"
-              f" ({row['seconds']} s)", flush=True)
+            sections[id(row)] = section
+            gradebook.write_notebooks(rows, exercise_list, out_dir / "notebooks.csv")
+        print(f"{row['learner']}: {row['exercise'] or row['file']} {row['status']}, score {row['score']}/"
+              f"{row['max_score']} ({row['seconds']} s)", flush=True)
         return row
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        list(pool.map(one, zip(submissions, names)))
-    rows.sort(key=lambda row: row["learner"])
-    write_grades(rows, exercise_list, out_dir / "grades.csv")
-    print(f"graded {len(rows)} notebook(s): {out_dir / 'grades.csv'}, feedback in {out_dir}/<learner>/feedback.md")
-    return rows
+        list(pool.map(one, chosen))
+    rows.sort(key=lambda row: (row["learner"], row["exercise"], row["file"]))
+    gradebook.write_notebooks(rows, exercise_list, out_dir / "notebooks.csv")
+    for row in rows:
+        if row["status"] != "ok":
+            notes.setdefault(row["learner"], []).append(f"{row['exercise'] or row['file']}: {row['status']}"
+                                                        + (f" ({row['detail']})" if row["detail"] else ""))
+    table, columns = gradebook.learner_rows(learners, rows, notes, exercise_list)
+    gradebook.write_grades(table, columns, out_dir / "grades.csv")
+    for row in table:
+        gradebook.write_feedback(_learner_folder(out_dir, row["learner"]) / "feedback.md", learners[row["learner"]],
+                                 row, [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
+    if export == "canvas":
+        gradebook.write_canvas(table, learners, assignment, out_dir / "canvas.csv")
+    print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
+          f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
+    return table
 
 
-def grade_submission(submission, exercise_list, folder, timeout, max_tasks, parameters, kernel):
-    """Grade one notebook in ``folder`` (created): its row for grades.csv."""
+def kernel_data_path(kernel):
+    """The Jupyter data folder holding ``kernel``'s spec: the graded runs' JUPYTER_PATH (their HOME is not yours)."""
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel)
+    except NoSuchKernel:
+        raise ValueError(f"no Jupyter kernel named {kernel!r}: `make install` installs pslab; "
+                         "`jupyter kernelspec list` lists the others, for --kernel.") from None
+    return str(Path(spec.resource_dir).parents[1])
+
+
+def choose_notebooks(learners, exercise_list):
+    """[(submission, notebook, exercise)] to grade: per learner and exercise the latest notebook; for an
+    unreadable one, (submission, None, its SubmissionError), to be graded as that error. Also {learner: notes}: what was handed in but not graded."""
+    chosen, notes = [], {}
+    for learner in learners.values():
+        mine = notes.setdefault(learner.id, [])
+        if learner.roster == {} and any(other.roster for other in learners.values()):
+            mine.append("not on the roster")
+        if not learner.submissions:
+            mine.append("no notebook handed in")
+        by_exercise = {}
+        for submission in learner.submissions:
+            try:
+                notebook = read_notebook(submission.path)
+                exercise = match_exercise(notebook, exercise_list, submission.original)
+            except SubmissionError as error:
+                chosen.append((submission, None, error))  # graded as its error, with the reason
+                continue
+            by_exercise.setdefault(exercise.short, []).append((submission, notebook, exercise))
+        for short, handed_in in sorted(by_exercise.items()):
+            handed_in.sort(key=lambda item: item[0].order)
+            chosen.append(handed_in[-1])
+            if handed_in[-1][0].late:
+                mine.append(f"{short}: handed in late")
+            if len(handed_in) > 1:
+                mine.append(f"{short}: graded the latest, {handed_in[-1][0].original}; not graded: "
+                            + ", ".join(item[0].original for item in handed_in[:-1]))
+        if learner.other_files:
+            mine.append("not notebooks, not graded: " + ", ".join(learner.other_files))
+    return chosen, notes
+
+
+def grade_submission(submission, submitted, exercise, folder, settings, kernel_path):
+    """Grade one notebook in ``folder`` (created): its row for notebooks.csv and its feedback section.
+    ``exercise`` may be the SubmissionError that says why the notebook cannot be graded: its row says so."""
     began = time.monotonic()
     folder.mkdir(parents=True)
-    row = {"learner": submission.learner, "file": str(submission.path.name), "exercise": "", "status": "",
+    row = {"learner": submission.learner, "file": submission.original, "exercise": "", "status": "",
            "score": 0, "max_score": 0, "seconds": 0.0, "detail": ""}
-    try:
-        submitted = read_notebook(submission.path)
-        shutil.copy2(submission.path, folder / "submitted.ipynb")
-        exercise = match_exercise(submitted, exercise_list, submission.path.name)
-    except SubmissionError as error:
-        row.update(status=error.status, detail=str(error))
-        _write_feedback(folder / "feedback.md", row, None, {}, {})
-        return row
+    if isinstance(exercise, SubmissionError):
+        row.update(status=exercise.status, detail=str(exercise))
+        return row, _feedback_section(row, None, {}, {})
+    shutil.copy2(submission.path, folder / "submitted.ipynb")
     row.update(exercise=exercise.short, max_score=len(exercise.checks))
     skipped, unanswered = not_attempted(submitted, exercise)
-    own = parameters.get(exercise.name, parameters.get(exercise.short, {}))
+    own = settings.parameters.get(exercise.name, settings.parameters.get(exercise.short, {}))
     nbformat.write(graded_notebook(submitted, exercise, own), folder / "graded.ipynb")
     if skipped == {check.name for check in exercise.checks}:  # a blank exercise: no kernel, no cluster
-        result = {"status": "ok", "checks": {}, "cell_errors": [], "detail": "no check attempted: not run"}
+        result = {"status": "ok", "checks": {}, "cell_errors": [], "detail": "no check attempted: not run",
+                  "leftovers": ""}
     else:
-        result = _run_in_worker(folder, exercise, skipped, timeout, max_tasks, kernel)
+        result = _run_in_worker(folder, exercise, skipped, settings, kernel_path)
     outcomes = {check.name: ["not attempted", ""] if check.name in skipped else
                 result["checks"].get(check.name, ["failed", f"not reached: the run ended ({result['status']}) "
                                                              "before this check"])
                 for check in exercise.checks}
     refusals = [error for error in result["cell_errors"] if error["ename"] == "TaskLimitError"]
     status = "refused" if refusals and result["status"] == "ok" else result["status"]
-    if status == "ok" and result.get("leaked"):
+    if status == "ok" and result["leftovers"]:
         status = "leaked processes"
     detail = refusals[0]["evalue"] if refusals else result.get("detail", "")
+    if result["leftovers"]:
+        detail = "; ".join(filter(None, [detail, result["leftovers"]]))
     row.update(status=status, detail=detail, score=sum(outcome[0] == "passed" for outcome in outcomes.values()))
     for check in exercise.checks:
         row[f"{exercise.short}: {check.name}"] = outcomes[check.name][0]
@@ -323,81 +376,108 @@ def grade_submission(submission, exercise_list, folder, timeout, max_tasks, para
         row[column] = "not attempted" if cell_id in unanswered else "answered"
         written[title] = None if cell_id in unanswered else answers[cell_id]
     row["seconds"] = round(time.monotonic() - began, 1)
-    _write_feedback(folder / "feedback.md", row, exercise, outcomes, written, result["cell_errors"])
-    return row
+    return row, _feedback_section(row, exercise, outcomes, written, result["cell_errors"])
 
 
-def _run_in_worker(folder, exercise, skipped, timeout, max_tasks, kernel):
-    """Run graded.ipynb in a worker process with its own environment; kill everything it started at the end."""
-    token = uuid.uuid4().hex
+def submission_environment(folder, token, settings, kernel_path):
+    """A graded notebook's whole environment: none of the grader's variables but ``KEPT_VARIABLES`` (and
+    LC_*, LABKIT_*), its own HOME, temporary folder, state and array folders, and no download attempts."""
+    home = folder / "home"
+    if KERAS_CACHE.exists():  # a copy: the learner's code may write to it, the instructor's stays as it is
+        (home / KERAS_CACHE.parent.relative_to(Path.home())).mkdir(parents=True)
+        shutil.copy2(KERAS_CACHE, home / KERAS_CACHE.relative_to(Path.home()))
+    kept = {name: value for name, value in os.environ.items()
+            if name in KEPT_VARIABLES or name.startswith(("LC_", "LABKIT_"))}
     for name in ("state", "arrays", "tmp"):
         (folder / name).mkdir()
+    home.mkdir(exist_ok=True)
+    return dict(kept, HOME=str(home), TMPDIR=str(folder / "tmp"), JUPYTER_PATH=kernel_path, LABKIT_OFFLINE="1",
+                LABKIT_STATE_DIR=str(folder / "state"), LABKIT_ARRAY_DIR=str(folder / "arrays"),
+                **{MAX_TASKS_VARIABLE: str(settings.max_tasks), RUN_MARKER: token})
+
+
+def _run_in_worker(folder, exercise, skipped, settings, kernel_path):
+    """Run graded.ipynb in a worker process with its own environment; kill everything it started at the end."""
+    token = uuid.uuid4().hex
     plan = {"notebook": str(folder / "graded.ipynb"), "executed": str(folder / "executed.ipynb"),
-            "result": str(folder / "result.json"), "cwd": str(folder), "kernel": kernel, "cell_timeout": timeout,
+            "result": str(folder / "result.json"), "cwd": str(folder), "kernel": settings.kernel,
+            "cell_timeout": settings.cell_timeout,
             "checks": {check.cell_id: [c.name for c in exercise.checks if c.cell_id == check.cell_id]
                        for check in exercise.checks},
             "skip": sorted(skipped)}
     (folder / "plan.json").write_text(json.dumps(plan, indent=1))
-    env = dict(os.environ, LABKIT_STATE_DIR=str(folder / "state"), LABKIT_ARRAY_DIR=str(folder / "arrays"),
-               TMPDIR=str(folder / "tmp"), **{MAX_TASKS_VARIABLE: str(max_tasks), RUN_MARKER: token})
+    env = submission_environment(folder, token, settings, kernel_path)
     with open(folder / "grader.log", "w") as log:
         worker = children.start("labkit.tools.grade_worker", str(folder / "plan.json"), env=env, stdout=log)
         try:
-            worker.wait(timeout)
+            worker.wait(settings.timeout)
             timed_out = False
         except psutil.TimeoutExpired:
             timed_out = True
-        left = stop_marked(token, [worker], grace_seconds=0 if timed_out else LEFTOVER_GRACE_SECONDS)
-    shutil.rmtree(folder / "arrays", ignore_errors=True)  # data copies, rebuilt by any run
-    result_path = Path(plan["result"])
-    result = json.loads(result_path.read_text()) if result_path.exists() else {"checks": {}, "cell_errors": []}
+        result_path = Path(plan["result"])
+        result = json.loads(result_path.read_text()) if result_path.exists() else {"checks": {}, "cell_errors": []}
+        adopted = _still_running(result.get("descendants", []))
+        killed, survivors = stop_marked(token, worker, adopted, grace_seconds=0 if timed_out else LEFTOVER_GRACE_SECONDS)
+    for name in ("arrays", "home"):  # data copies and caches, rebuilt by any run
+        shutil.rmtree(folder / name, ignore_errors=True)
     if timed_out:
-        result.update(status="timeout", detail=f"still running after {timeout:g} s: stopped, with the "
-                                               f"{len(left)} process(es) it had started")
+        result.update(status="timeout", detail=f"still running after {settings.timeout:g} s: stopped, with the "
+                                               f"{len(killed)} process(es) it had started")
     elif result.get("status") not in ("ok", "kernel died"):
         result.update(status="error", detail=f"the grader's worker exited with code {worker.returncode}; "
                                              f"see {folder / 'grader.log'}")
-    result["leaked"] = [] if timed_out else left
+    leftovers = [] if timed_out else [f"left running, killed: {', '.join(killed)}"] if killed else []
+    if survivors:
+        leftovers.append(f"could not kill {', '.join(survivors)}: kill them by hand")
+    result["leftovers"] = "; ".join(leftovers)
     return result
 
 
-def stop_marked(token, roots, grace_seconds):
-    """Kill ``roots``, their descendants and every process whose environment carries ``token`` (after
-    ``grace_seconds`` for them to exit on their own); return "name (pid)" of those that had to be killed.
-    Raises RuntimeError if any survives."""
+def _still_running(descendants):
+    """The processes the worker had adopted (pid, start time), those still running: they may carry no marker."""
+    found = []
+    for pid, started in descendants:
+        try:
+            process = psutil.Process(pid)
+            if abs(process.create_time() - started) < 0.01:
+                found.append(process)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def stop_marked(token, worker, adopted=(), grace_seconds=LEFTOVER_GRACE_SECONDS):
+    """Kill ``worker``, its descendants, the ``adopted`` processes and every process whose environment carries
+    ``token`` (after ``grace_seconds`` for the marked ones to exit on their own). Return "name (pid)" of those that had to
+    be killed and of those that survived even that (never raised: the rest of the class goes on)."""
     def marked():
-        found = []
+        found = list(adopted)
         for process in psutil.process_iter(["pid", "name", "environ"]):
             if (process.info["environ"] or {}).get(RUN_MARKER) == token:
                 found.append(process)
-        for root in roots:
-            try:
-                found += [root, *root.children(recursive=True)] if root.is_running() else []
-            except psutil.NoSuchProcess:
-                pass
+        try:
+            found += [worker, *worker.children(recursive=True)] if worker.is_running() else []
+        except psutil.NoSuchProcess:
+            pass
         return [process for process in {p.pid: p for p in found}.values() if processes.running(process.pid)]
 
     deadline = time.monotonic() + grace_seconds
-    while marked() and time.monotonic() < deadline:
+    while set(marked()) - set(adopted) and time.monotonic() < deadline:  # an adopted one never exits on its own
         time.sleep(0.2)
     left = marked()
-    names = [f"{_name(process)} ({process.pid})" for process in left if process not in roots]
+    killed = [f"{_name(process)} ({process.pid})" for process in left if process.pid != worker.pid]
     for process in left:
         try:
             process.kill()
-        except psutil.NoSuchProcess:
+        except psutil.Error:
             pass
     psutil.wait_procs(left, timeout=10)
-    for root in roots:
-        if hasattr(root, "wait"):
-            try:
-                root.wait(0)
-            except (psutil.TimeoutExpired, OSError):
-                pass
-    survivors = marked()
-    if survivors:
-        raise RuntimeError(f"could not kill {[p.pid for p in survivors]} of a graded notebook; kill them by hand.")
-    return names
+    try:
+        worker.wait(0)
+    except (psutil.TimeoutExpired, OSError):
+        pass
+    survivors = [f"{_name(process)} ({process.pid})" for process in marked()]
+    return killed, survivors
 
 
 def _name(process):
@@ -407,49 +487,32 @@ def _name(process):
         return "?"
 
 
-def _unique_folders(learners):
-    seen, folders = {}, []
-    for learner in learners:
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", learner) or "learner"
-        seen[base] = seen.get(base, 0) + 1
-        folders.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
-    return folders
+def _learner_folder(out_dir, learner):
+    return out_dir / (re.sub(r"[^A-Za-z0-9_.@-]", "_", learner).lstrip(".") or "learner")
 
 
-def write_grades(rows, exercise_list, path):
-    columns = ["learner", "file", "exercise", "status", "score", "max_score"]
-    used = {row["exercise"] for row in rows}
-    columns += [column for exercise in exercise_list if exercise.short in used for column in exercise.columns]
-    columns += ["seconds", "detail"]
-    with open(path, "w", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=columns, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def _write_feedback(path, row, exercise, outcomes, written, cell_errors=()):
+def _feedback_section(row, exercise, outcomes, written, cell_errors=()):
+    """The lines of a learner's feedback.md about one notebook."""
     marks = {"passed": "✅", "failed": "❌", "not attempted": "⬜"}
-    title = f"Exercise {exercise.short[2:]}" if exercise else "Submission"
-    lines = [f"# {row['learner']} · {title}", "",
-             f"Status: **{row['status']}** · score {row['score']} of {row['max_score']} checks", ""]
+    title = f"Exercise {exercise.short[2:]}" if exercise else f"{row['file']}"
+    lines = [f"## {title}", "", f"Status: **{row['status']}** · score {row['score']} of {row['max_score']} checks", ""]
     if row["detail"]:
         lines += [row["detail"], ""]
     if outcomes:
-        lines += ["## Checks", ""]
         lines += [f"- {marks[state]} {name}" + (f": {message}" if message else "")
                   for name, (state, message) in outcomes.items()]
         lines.append("")
     if written:
-        lines += ["## Written answers (read by your instructor)", ""]
+        lines += ["### Written answers (read by your instructor)", ""]
         for title_, answer in written.items():
-            lines += [f"### {title_}", "", answer.strip() if answer else "*not attempted*", ""]
+            lines += [f"#### {title_}", "", answer.strip() if answer else "*not attempted*", ""]
     errors = [error for error in cell_errors if not error["check"] and STUB_MESSAGE not in (error["evalue"] or "")]
     if errors:
-        lines += ["## Errors in your cells", ""]
+        lines += ["### Errors in your cells", ""]
         lines += [f"- cell {error['cell']}: {error['ename']}: {error['evalue'].splitlines()[0][:300] if error['evalue'] else ''}"
                   for error in errors]
         lines.append("")
-    path.write_text("\n".join(lines))
+    return lines
 
 
 # ----- the command (its options: labkit/tools/cli.py's add_grade) -----------------------------
@@ -463,6 +526,6 @@ def run(args):
         if not isinstance(parameters, dict) or not all(isinstance(v, dict) for v in parameters.values()):
             raise ValueError(f"--parameters {args.parameters} must map each exercise (e.g. ex3) to "
                              "{parameter: value}.")
-    rows = grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, args.timeout,
-                 args.max_tasks, parameters, args.kernel)
-    return rows
+    settings = Settings(args.timeout, args.cell_timeout, args.max_tasks, parameters, args.kernel)
+    return grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, settings,
+                 args.roster, args.export, args.assignment)

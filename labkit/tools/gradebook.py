@@ -1,0 +1,68 @@
+"""What ``labkit grade`` writes: grades.csv (one row per learner), notebooks.csv (one row per graded notebook),
+each learner's feedback.md, and the learning platform's import file (``--export canvas``)."""
+import csv
+
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]  # Canvas's gradebook import
+NOT_SUBMITTED = "not submitted"
+
+
+def write_notebooks(rows, exercise_list, path):
+    """One row per graded notebook: its status, score and checks, the seconds it took and why it ended."""
+    used = {row["exercise"] for row in rows}
+    columns = ["learner", "file", "exercise", "status", "score", "max_score"]
+    columns += [column for exercise in exercise_list if exercise.short in used for column in exercise.columns]
+    columns += ["seconds", "detail"]
+    _write_csv(path, columns, rows)
+
+
+def learner_rows(learners, rows, notes, exercise_list):
+    """One row per learner: per exercise its score and checks, the total, and notes (anything to look at)."""
+    used = [exercise for exercise in exercise_list if any(row["exercise"] == exercise.short for row in rows)]
+    table = []
+    for learner in sorted(learners.values(), key=lambda learner: learner.id):
+        graded = {row["exercise"]: row for row in rows if row["learner"] == learner.id and row["exercise"]}
+        row = {"learner": learner.id, "name": learner.name, "total": 0,
+               "max_total": sum(len(exercise.checks) for exercise in used)}
+        for exercise in used:
+            mine = graded.get(exercise.short)
+            row[exercise.short] = mine["score"] if mine else 0
+            row["total"] += row[exercise.short]
+            row.update({column: mine.get(column, "") if mine else NOT_SUBMITTED for column in exercise.columns})
+        row["notes"] = "; ".join(notes.get(learner.id, []))
+        table.append(row)
+    return table, ["learner", "name", "total", "max_total"] + [
+        column for exercise in used for column in [exercise.short, *exercise.columns]] + ["notes"]
+
+
+def write_grades(table, columns, path):
+    _write_csv(path, columns, table)
+
+
+def write_canvas(table, learners, assignment, path):
+    """Canvas's gradebook import: its five identifying columns (from the roster when it is Canvas's own
+    export, else the ids of Canvas's file names), then the assignment's column holding each total."""
+    rows = []
+    for row in table:
+        roster = learners[row["learner"]].roster
+        rows.append({**{column: roster.get(column, "") for column in CANVAS_COLUMNS},
+                     "Student": roster.get("Student") or row["name"] or row["learner"],
+                     "ID": roster.get("ID") or (row["learner"] if row["learner"].isdigit() else ""),
+                     assignment: row["total"]})
+    _write_csv(path, CANVAS_COLUMNS + [assignment], rows)
+
+
+def write_feedback(path, learner, row, sections):
+    """The learner's feedback.md: their total, the notes, then one section per graded notebook."""
+    lines = [f"# Feedback for {learner.name or learner.id}", "",
+             f"Total: **{row['total']}** of {row['max_total']} checks passed", ""]
+    if row["notes"]:
+        lines += [f"- {note}" for note in row["notes"].split("; ")] + [""]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines + [line for section in sections for line in section]))
+
+
+def _write_csv(path, columns, rows):
+    with open(path, "w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=columns, restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
