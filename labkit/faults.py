@@ -53,33 +53,46 @@ def kill_after(cluster, task, seconds):
     return timer
 
 
+class WatchError(RuntimeError):
+    """A ``KillAtStep`` could not do its kill: the task died by other hands first, or its counter was freed."""
+
+
 class KillAtStep(processes.Watcher):
     """While the block runs, kill ``task`` of ``cluster`` once (SIGKILL, as a crashed machine dies) as soon
     as ``counter``, a step counter on the parameter servers (``job.optimizer.iterations``), reaches ``step``.
 
     A watcher thread polls the counter; ``killed_at`` is the step it read right before the kill
-    (None if the block ended first). ``watched(variable)`` tells whether ``variable`` is that counter.
+    (None if the block ended first). If the task dies by other hands first, or the counter is freed,
+    the block raises a ``WatchError`` that says so. ``watched(variable)`` tells whether ``variable`` is that counter.
     """
 
     def __init__(self, cluster, task, counter, step, interval=0.02):
         super().__init__(interval)
         self.cluster, self.task, self.step = cluster, task, step
-        self.killed_at, self._counter = None, weakref.ref(counter)
+        self.killed_at, self.reached, self._counter = None, None, weakref.ref(counter)
 
     def watched(self, variable):
         return self._counter() is variable
 
     def poll(self):
-        """True (stop watching) once the task was killed or died, or the counter is gone."""
+        """True (stop watching) once the task was killed; raises ``WatchError`` if the watch cannot go on."""
         counter = self._counter()
+        if counter is None:
+            raise WatchError(f"the step counter was freed before it reached step {self.step}, so {self.task} "
+                             "was not killed: keep the job it belongs to until the block ends.")
         try:
-            reached = int(counter.numpy()) if counter is not None else None
+            self.reached = int(counter.numpy())
         except PS_FAILURES:  # a read can fail while the PS lives (a busy machine): only its death ends the watch
-            return not self.cluster.task(self.task).alive()
-        if reached is not None and reached >= self.step:
-            self.killed_at = reached
+            if self.cluster.task(self.task).alive():
+                return False
+            last = "no step read yet" if self.reached is None else f"the last step read: {self.reached}"
+            raise WatchError(f"{self.task} died before the step counter reached {self.step} ({last}), and not by "
+                             f"this watcher's kill: something else killed or restarted it, such as a recovery "
+                             f"after training failed while {self.task} still ran.") from None
+        if self.reached >= self.step:
+            self.killed_at = self.reached
             self.cluster.kill(self.task)
-        return reached is None or self.killed_at is not None
+        return self.killed_at is not None
 
 
 class KillDuringSave(processes.Watcher):

@@ -172,24 +172,31 @@ def cpu_seconds(pid):
 
 class Watcher:
     """While its ``with`` block runs, a thread calls ``poll()`` every ``interval`` seconds, until ``poll``
-    returns a true value. Subclasses say what to watch in ``poll``."""
+    returns a true value. Subclasses say what to watch in ``poll``. If ``poll`` raises, the watch ends and
+    the block raises that error when it ends (unless the block raised one of its own): a thread's error
+    would otherwise be lost."""
 
     def __init__(self, interval):
-        self.interval, self._stop = interval, threading.Event()
+        self.interval, self._stop, self._error = interval, threading.Event(), None
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self):
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, error_type, error, traceback):
         self._stop.set()
         self._thread.join()
+        if self._error is not None and error_type is None:
+            raise self._error
 
     def _run(self):
-        while not self._stop.wait(self.interval):
-            if self.poll():
-                return
+        try:
+            while not self._stop.wait(self.interval):
+                if self.poll():
+                    return
+        except Exception as error:  # raised in the block's own thread, by __exit__
+            self._error = error
 
     def poll(self):
         raise NotImplementedError
