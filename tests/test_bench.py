@@ -116,7 +116,9 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
         assert float(row["samples_per_s_q1"]) <= float(row["samples_per_s_median"]) <= float(row["samples_per_s_q3"])
         assert float(row["samples_per_s_median"]) == pytest.approx(64 * float(row["steps_per_s_median"]))
         assert float(row["ratio_to_single_process"]) > 0
-        assert int(row["intervals"]) == settings["repeats"]
+        # a baseline row pools its measurements: one before each point of its shape and one after the last
+        measurements = len(rows) if row["loop"] == "single-process" else 1
+        assert int(row["intervals"]) == settings["repeats"] * measurements
         assert (int(row["beside_workers"]), int(row["beside_ps"])) == (1, 1), "all measured beside the one shape"
         assert float(row["baseline_samples_per_s"]) > 0
     assert document["settings"]["steps_per_closure"] == packings
