@@ -276,8 +276,7 @@ class LocalCluster:
             raise ClusterStartError(f"{', '.join(dead)} is dead, and a strategy cannot connect to a cluster with a "
                                     f"dead task (TensorFlow would wait forever): restart it first, "
                                     f"cluster.restart({dead[0]!r}).")
-        tfruntime.stop_reconnecting_coordinators()
-        tfruntime.free_unreachable_functions_before_reconnecting()
+        tfruntime.before_connecting()
         return tf.distribute.ParameterServerStrategy(self.resolver(), **kwargs)
 
     # ----- watching -----------------------------------------------------------

@@ -99,6 +99,7 @@ def connect(resolver, timeout=60.0):
                              f"{message}: {', '.join(silent())} did not answer. A strategy cannot connect to a "
                              "cluster with a dead task (TensorFlow would wait forever): restart it "
                              "(LocalCluster.restart(task), or the cluster manager's way), then build the job again."))
+    tfruntime.before_connecting()  # an earlier job's coordinator may still be reconnecting a restarted worker
     return tf.distribute.ParameterServerStrategy(resolver)
 
 

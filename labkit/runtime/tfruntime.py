@@ -162,6 +162,13 @@ def free_unreachable_functions_before_reconnecting():
     gc.collect()
 
 
+def before_connecting(timeout=30.0):
+    """Call right before a new strategy connects this process to a cluster (every way the kit builds
+    one does): stop the coordinators still reconnecting a dead worker, then free unreachable functions."""
+    stop_reconnecting_coordinators(timeout)
+    free_unreachable_functions_before_reconnecting()
+
+
 def stop_reconnecting_coordinators(timeout=30.0):
     """Before a new strategy connects: stop every coordinator of this process that is reconnecting a
     worker that died, and wait for it (its call ends once the dead task is back). Its
