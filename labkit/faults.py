@@ -13,11 +13,10 @@ What happens when a task dies:
 
 The recovery driver is ``labkit.recovery.train_with_recovery``; this module injects the faults
 (``FaultInjector``, its ``after_schedule`` hook; ``train_with_faults`` puts the two together),
-kills tasks at a step or a time, and runs and kills the coordinator program.
+kills tasks at a step or during a checkpoint save, and runs and kills the coordinator program.
 """
 import contextlib
 import random
-import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -40,17 +39,6 @@ class Fault:
     def __post_init__(self):
         if self.action not in ("kill", "restart"):
             raise ValueError(f"a fault's action must be 'kill' or 'restart', not {self.action!r}")
-
-
-def kill_after(cluster, task, seconds):
-    """Kill ``task`` of ``cluster`` ``seconds`` from now, from a timer thread; returns the Timer.
-
-    For ``model.fit``, which offers no hook between steps. The thread only kills: no printing.
-    """
-    timer = threading.Timer(seconds, cluster.kill, args=(task,))
-    timer.daemon = True
-    timer.start()
-    return timer
 
 
 class WatchError(RuntimeError):

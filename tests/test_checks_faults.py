@@ -166,3 +166,10 @@ def test_07_a_restarted_fit_must_skip_the_finished_epochs():
     checks.fit_skipped_epochs(["epoch 3 started", "epoch 4 started"], 2)
     with pytest.raises(AssertionError, match="should skip the 2 finished epochs"):
         checks.fit_skipped_epochs(["epoch 1 started", "epoch 2 started"], 2)
+
+
+@pytest.mark.parametrize("killed_at", [None, 150, 170])
+def test_07_a_kill_must_come_while_training_runs(killed_at):
+    with pytest.raises(checks.CheckFailed, match=f"the kill came at step {killed_at} of 150: not during training"):
+        checks.killed_during(killed_at, 150)
+    checks.killed_during(60, 150)

@@ -23,7 +23,7 @@ from labkit.checks.custom_loop import (  # noqa: F401
     slots_beside_their_variables, split_into_shards, static_split,
 )
 from labkit.checks.faults import (  # noqa: F401
-    at_least_once, checkpoint_saved, coordinator_resumed, fit_skipped_epochs, latest_checkpoint_complete,
+    at_least_once, checkpoint_saved, coordinator_resumed, fit_skipped_epochs, killed_during, latest_checkpoint_complete,
     one_recovery_per_failure, recovered, trained_to, worked_after_restart,
 )
 from labkit.checks.mnist import (  # noqa: F401

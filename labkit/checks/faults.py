@@ -120,3 +120,10 @@ def fit_skipped_epochs(epochs_started, finished_epochs):
     require(epochs_started and epochs_started[0] == f"epoch {finished_epochs + 1} started",
         f"the restarted fit began with {epochs_started[:1]}, not 'epoch {finished_epochs + 1} started': "
         f"it should skip the {finished_epochs} finished epochs.")
+
+
+def killed_during(killed_at, total_steps):
+    """An injected kill came while training ran: at a step read before the last (``killed_at`` from a ``KillAtStep``)."""
+    require(killed_at is not None and killed_at < total_steps,
+        f"the kill came at step {killed_at} of {total_steps}: not during training. Lower the kill step below "
+        f"{total_steps}, so that the failure happens while the steps run.")
