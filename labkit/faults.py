@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from labkit import recovery
-from labkit.recovery import PS_FAILURES, mnist_job, wait_until_workers_reach_parameter_servers  # noqa: F401  (lab 07 and exercise 3 use them from here)
 from labkit.runtime import children, processes
 from labkit.runtime.processes import cpu_seconds
 
@@ -70,7 +69,7 @@ class KillAtStep(processes.Watcher):
                              "was not killed: keep the job it belongs to until the block ends.")
         try:
             self.reached = int(counter.numpy())
-        except PS_FAILURES:  # a read can fail while the PS lives (a busy machine): only its death ends the watch
+        except recovery.PS_FAILURES:  # a read can fail while the PS lives (a busy machine): only its death ends the watch
             if self.cluster.task(self.task).alive():
                 return False
             last = "no step read yet" if self.reached is None else f"the last step read: {self.reached}"
@@ -113,7 +112,7 @@ def save_while_killing(cluster, task, manager, checkpoint_number):
         try:
             manager.save(checkpoint_number=checkpoint_number)
             return None
-        except PS_FAILURES as error:
+        except recovery.PS_FAILURES as error:
             return error
 
 

@@ -41,7 +41,7 @@ COORDINATOR_KILL = loglines.timeline_event(40, loglines.CHECKPOINT_SAVED)
 
 def recovery_run(cluster, data, injected_faults=(), make_job=None, restart=None, checkpoint_dir=None):
     """``faults.train_with_faults``-like run of the recovery driver with hooks a matrix case needs."""
-    make_job = make_job or (lambda: faults.mnist_job(cluster.resolver(), data))
+    make_job = make_job or (lambda: recovery.mnist_job(cluster.resolver(), data))
     return recovery.train_with_recovery(
         make_job, NUM_STEPS, checkpoint_dir or tempfile.mkdtemp(prefix="labkit-stress-"), CHECKPOINT_EVERY,
         restart=restart or (lambda: recovery.restart_dead_tasks(cluster)),
@@ -103,7 +103,7 @@ def ps_again_during_recovery_round(cluster, data):
     builds = []
 
     def make_job():
-        job = faults.mnist_job(cluster.resolver(), data)
+        job = recovery.mnist_job(cluster.resolver(), data)
         builds.append(job)
         if len(builds) == 2:  # the first rebuild
             cluster.kill("ps:0")
@@ -119,7 +119,7 @@ def ps_during_save_round(cluster, data, ballast_floats=5_000_000):
     checkpoint_dir = Path(tempfile.mkdtemp(prefix="labkit-stress-"))
 
     def make_job():  # 20 MB more on the PS: a save lasts long enough to be interrupted
-        job = faults.mnist_job(cluster.resolver(), data)
+        job = recovery.mnist_job(cluster.resolver(), data)
         with job.strategy.scope():
             job.model.ballast = tf.Variable(tf.zeros([ballast_floats]))
         return job

@@ -49,7 +49,7 @@ class WrongAnswer:
 HARD_CODED_RECOVERY = """
     try:
         train_until(job, manager, num_steps)
-    except faults.PS_FAILURES:
+    except recovery.PS_FAILURES:
         cluster.restart("ps:0")
         job = make_job()
         manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=job.model, optimizer=job.optimizer),

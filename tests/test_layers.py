@@ -111,3 +111,24 @@ def test_a_task_server_does_not_load_the_cluster():
 def test_labkit_local_cluster_still_loads_on_first_use():
     assert "labkit.cluster" in loaded_modules("from labkit import LocalCluster")
     assert "labkit.cluster" in loaded_modules("import labkit; labkit.ClusterStartError")
+
+
+def reexports(path):
+    """Names ``path`` imports from another labkit module and never uses: a second import path for them."""
+    tree = ast.parse(path.read_text())
+    imported = {alias.asname or alias.name: node.module for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("labkit")
+                for alias in node.names}
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return sorted(f"{name} (from {module})" for name, module in imported.items() if name not in used)
+
+
+def test_a_public_name_has_one_import_path():
+    found = {module: names for module, path in modules() if path.name != "__init__.py" and (names := reexports(path))}
+    assert found == {}, "import these from their own module where they are used, and do not re-export them"
+
+
+def test_a_reexport_is_caught(tmp_path):
+    (tmp_path / "faults.py").write_text("from labkit.recovery import PS_FAILURES, mnist_job  # noqa: F401\n"
+                                        "def f():\n    return PS_FAILURES\n")
+    assert reexports(tmp_path / "faults.py") == ["mnist_job (from labkit.recovery)"]
