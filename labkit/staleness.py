@@ -416,7 +416,8 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
         run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed,
                   ssp_bound=ssp_bound)
         train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
-                  evaluate=evaluate, description=f"{rule.name}, delay {run.delay}, seed {seed}", history=run)
+                  evaluate=evaluate, history=run, description=f"{rule.name}"
+                  f"{'' if ssp_bound is None else f', SSP bound {ssp_bound}'}, delay {run.delay}, seed {seed}")
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
         run.waited_seconds, run.polls = float(optimizer.waited.numpy()), int(optimizer.polls.numpy())
