@@ -1,6 +1,7 @@
 """The import rule: labkit's modules import only their own layer and the layers below it, as
 docs/contributing.md states; and what a process loads (a task server does not load the cluster)."""
 import ast
+import json
 import re
 import subprocess
 import sys
@@ -98,9 +99,10 @@ def test_an_import_from_a_layer_above_is_caught(tmp_path, monkeypatch):
 
 def loaded_modules(statement):
     """The labkit modules (and TensorFlow) a fresh interpreter holds after ``statement``."""
-    probe = f"import sys; {statement}; print(sorted(m for m in sys.modules if m.startswith(('labkit', 'tensorflow'))))"
+    probe = (f"import json, sys; {statement}; "
+             "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('labkit', 'tensorflow')))))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return eval(done.stdout)  # a list literal printed by the probe
+    return json.loads(done.stdout)
 
 
 def test_a_task_server_does_not_load_the_cluster():
