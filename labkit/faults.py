@@ -128,14 +128,22 @@ class FaultInjector:
 
     A fault waits until one closure per worker is scheduled beyond its step; a kill then lands once
     the step counter on the PS reaches that step, while the workers run the closures after it.
-    ``restarted``: task -> (pid, CPU seconds of its new process right after the restart).
+    ``restarted``: task -> the closures each worker had run when the coordinator had reconnected it
+    (``job.closures_by_worker``); ``closures_since_restart`` counts what each ran after.
     """
 
     def __init__(self, cluster, faults):
         self.cluster, self.pending, self.restarted = cluster, sorted(faults, key=lambda fault: fault.step), {}
+        self.job = None  # the job it was last called with
+
+    def closures_since_restart(self, task):
+        """Closures each worker ran since ``task`` was restarted and reconnected: "worker:i" -> count."""
+        now = self.job.closures_by_worker.numpy()
+        return {f"worker:{index}": int(count - then) for index, (count, then) in enumerate(zip(now, self.restarted[task]))}
 
     def __call__(self, job, report, scheduled_to, more):
         """Apply the faults due; return the step counter read right before a parameter server was killed, or None."""
+        self.job = job
         beyond = (job.num_workers if more else 0) * job.steps_per_closure
         killed_ps_at, restarted = None, []
         while self.pending and self.pending[0].step + beyond <= scheduled_to:
@@ -149,12 +157,12 @@ class FaultInjector:
                 report.timeline.add(fault.step, f"restarting {fault.task}")  # the driver waits while it starts
                 self.cluster.restart(fault.task)
                 pid = self.cluster.task(fault.task).pid
-                self.restarted[fault.task] = (pid, cpu_seconds(pid))
+                restarted.append((fault, pid, cpu_seconds(pid)))
                 report.timeline.add(fault.step, f"restarted {fault.task}")
-                restarted.append(fault)
-        for fault in restarted:  # after every restart due: the coordinator reconnects once no worker is dead
-            if _wait_until_reconnected(*self.restarted[fault.task]):
+        for fault, pid, cpu_at_restart in restarted:  # the coordinator reconnects once no worker is dead
+            if _wait_until_reconnected(pid, cpu_at_restart):
                 report.timeline.add(fault.step, f"the coordinator reconnected {fault.task}")
+            self.restarted[fault.task] = job.closures_by_worker.numpy()
         return killed_ps_at
 
 

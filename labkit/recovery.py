@@ -58,6 +58,7 @@ class TrainingJob:
     iterator: object
     steps_per_closure: int
     num_workers: int
+    closures_by_worker: object = None  # a variable on a PS: the closures each worker ran (train.count_closures_by_worker)
 
 
 def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3, dataset_fn=None):
@@ -72,11 +73,13 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
         model = models.mnist_mlp(learning_rate=learning_rate)
         optimizer = tf.keras.optimizers.legacy.Adam(learning_rate)
 
-    return TrainingJob(strategy, coordinator, model, optimizer,
-                       train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
+    num_workers = resolver.cluster_spec().num_tasks("worker")
+    train_steps, closures_by_worker = train.count_closures_by_worker(
+        strategy, train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
+        num_workers)
+    return TrainingJob(strategy, coordinator, model, optimizer, train_steps,
                        train.per_worker_iterator(coordinator, dataset_fn or train.mnist_dataset_fn(data, batch_size)),
-                       steps_per_closure,
-                       resolver.cluster_spec().num_tasks("worker"))
+                       steps_per_closure, num_workers, closures_by_worker)
 
 
 def connect(resolver, timeout=60.0):

@@ -125,6 +125,23 @@ def pack_steps(strategy, one_step, steps_per_closure, fetch_first=False):
     return train_steps
 
 
+def count_closures_by_worker(strategy, train_steps, num_workers):
+    """``train_steps`` that also counts the closures each worker runs, in a variable on a PS.
+
+    Returns (the counting function, the variable: one count per worker index).
+    """
+    with strategy.scope():
+        counts = tf.Variable(tf.zeros([num_workers], tf.int64), trainable=False, name="closures_by_worker")
+
+    @tf.function
+    def counted_train_steps(iterator):
+        worker = tf.distribute.coordinator.experimental_get_current_worker_index()  # read when the closure runs
+        counts.assign_add(tf.one_hot(worker, num_workers, dtype=tf.int64))
+        return train_steps(iterator)
+
+    return counted_train_steps, counts
+
+
 def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(), log_every_steps=100,
         evaluate=None, description="training", on_progress=None, history=None, warmup_closures=0, meter=None):
     """Schedule closures until ``num_steps`` steps ran in timed intervals; return a TrainingLog (one row per interval).

@@ -108,9 +108,9 @@ def test_07_accuracy_and_restarted_worker_checks():
     checks.close_accuracy(0.90, 0.91, 0.03)
     with pytest.raises(AssertionError, match="more than 0.03 apart"):
         checks.close_accuracy(0.80, 0.91, 0.03)
-    checks.worked_after_restart(1.0, 3.0)
-    with pytest.raises(AssertionError, match="not given any work"):
-        checks.worked_after_restart(1.0, 1.05)
+    checks.worked_after_restart({"worker:0": 9, "worker:1": 3}, "worker:1")
+    with pytest.raises(AssertionError, match="ran no closure after its restart, while the others ran 12"):
+        checks.worked_after_restart({"worker:0": 12, "worker:1": 0}, "worker:1")
 
 
 @pytest.mark.parametrize("wrong, message", [

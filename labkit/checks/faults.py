@@ -69,11 +69,12 @@ def at_least_once(report, num_steps):
         "a worker failure lost steps, against at-least-once execution.")
 
 
-def worked_after_restart(cpu_at_restart, cpu_at_end, min_cpu_seconds=0.2):
-    """A restarted task used CPU after its restart: it was given work again."""
-    require(cpu_at_end - cpu_at_restart >= min_cpu_seconds,
-        f"the restarted task used {cpu_at_end - cpu_at_restart:.2f} CPU seconds after its restart: "
-        "it was not given any work.")
+def worked_after_restart(closures_since_restart, task):
+    """The restarted ``task`` ran closures again: ``closures_since_restart`` ("worker:i" -> closures run
+    since the coordinator reconnected ``task``) gives it at least one."""
+    require(closures_since_restart[task] >= 1,
+        f"{task} ran no closure after its restart, while the others ran "
+        f"{sum(closures_since_restart.values())}: it was not given any work again.")
 
 
 def one_recovery_per_failure(report, failures, num_steps):
