@@ -27,9 +27,9 @@ install: $(STAMP) ## create .venv with the pinned stack and register the "PS Lab
 # With a wheelhouse (`make wheelhouse`), install from it alone: no network needed.
 PIP_SOURCE = $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE))
 
-# Re-install whenever the pinned dependencies change. A learner's install is the kit alone;
+# Re-install whenever the pinned dependencies or the kernel's registration change. A learner's install is the kit alone;
 # `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml labkit/tools/kernelspec.py
 	test -x $(PY) || { $(FIND_PYTHON) "$$python" -m venv $(VENV); }
 	$(PY) -m pip install --quiet $(PIP_SOURCE) -e .
 	$(MAKE) kernel
@@ -42,17 +42,21 @@ $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE)) -e '.[test,site]'
 	touch $(TEST_STAMP)
 
-kernel: ## (re)register the "PS Lab" Jupyter kernel with the kit's environment variables
+kernel: ## (re)register the "PS Lab" Jupyter kernel: the kit's environment variables, started isolated where possible
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) \
 	  --display-name "PS Lab (TensorFlow 2.21)" \
 	  --env TF_USE_LEGACY_KERAS 1 --env GRPC_FAIL_FAST use_caller --env TF_CPP_MIN_LOG_LEVEL 2
+	$(PY) -m labkit.tools.kernelspec $(KERNEL)
 
 # Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels.
 # Jupyter refuses to run as root (containers, CI machines) unless told it may.
 # The first run copies notebooks/ and exercises/ into $(WORK)/; later runs copy only missing files.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: install ## install if needed, copy the notebooks into work/ (once) and open JupyterLab there
+# The kernels have no network where they run isolated (make kernel): full MNIST is cached out here first.
+lab: install ## install if needed, copy the notebooks into work/ (once), cache full MNIST and open JupyterLab there
 	$(PY) -m labkit.tools.workfolder $(WORK)
+	@if [ -z "$$LABKIT_OFFLINE$$LABKIT_MNIST_SOURCE" ]; then $(VENV)/bin/labkit data download || \
+	  echo "make lab: the notebooks will use the 5,000-image MNIST subset"; fi
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=$(WORK) --LabApp.default_url=/lab/tree/notebooks
 
 # The kernels inherit the variable from JupyterLab.

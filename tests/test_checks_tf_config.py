@@ -38,6 +38,13 @@ def test_01_a_server_must_listen_on_its_port_on_every_interface(sockets, message
         checks.listens_on_every_interface("ps:0", 2222, sockets)
 
 
+def test_01_an_isolated_kernel_must_refuse_connections_from_outside():
+    checks.isolated_kernel_unreachable("isolated", {"192.0.2.2:2222": "refused"})
+    checks.isolated_kernel_unreachable("exposed", {"192.0.2.2:2222": "accepted"})  # said, not a failure
+    with pytest.raises(AssertionError, match="yet connections from outside to \\['192.0.2.2:2222'\\] were accepted"):
+        checks.isolated_kernel_unreachable("isolated", {"192.0.2.2:2222": "accepted"})
+
+
 def test_01_kill_and_restart_checks_on_real_processes(sleeper, tmp_path):
     task = Task("worker", 1, 2222, tmp_path / "worker-1.log", sleeper)
     with pytest.raises(AssertionError, match="still alive after the kill"):

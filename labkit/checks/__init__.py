@@ -39,7 +39,8 @@ from labkit.checks.staleness import (  # noqa: F401
     stale_sgd_comparison, used_own_filter,
 )
 from labkit.checks.tf_config import (  # noqa: F401
-    ALL_INTERFACES, listens_on_every_interface, received_its_tf_config, restarted_in_place, same_cluster_everywhere, task_dead,
+    ALL_INTERFACES, isolated_kernel_unreachable, listens_on_every_interface, received_its_tf_config,
+    restarted_in_place, same_cluster_everywhere, task_dead,
 )
 from labkit.checks.to_cluster import (  # noqa: F401
     kubernetes_names_consistent, runs_with_its_files,

@@ -27,6 +27,15 @@ def listens_on_every_interface(name, port, sockets):
     require(not narrow, f"{name} listens on {narrow} only, not on every interface: {sockets}.")
 
 
+def isolated_kernel_unreachable(network, tried):
+    """A kernel that says it is isolated (``network``, from isolation.network_status) got no connection
+    accepted from outside (``tried``: where -> accepted, refused or no answer)."""
+    accepted = [where for where, result in tried.items() if result == "accepted"]
+    require(network != "isolated" or not accepted,
+        f"this kernel says it runs in a private network namespace, yet connections from outside to {accepted} "
+        "were accepted: its tasks are reachable. Stop the cluster and report this as a bug.")
+
+
 def task_dead(task):
     """The killed task's process has exited."""
     require(not task.alive(), f"{task.name} (pid {task.pid}) is still alive after the kill.")

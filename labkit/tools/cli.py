@@ -131,6 +131,9 @@ def cmd_status(args):
         print("no running labkit clusters")
     for state in clusters:
         print(f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})")
+        print("  " + ("in its kernel's private network namespace: these addresses reach it from inside that "
+                      "kernel only, not from this terminal or any other machine" if state.get("network") == "isolated"
+                      else "its ports are reachable from this terminal and from other machines on the network"))
         for task in state["tasks"]:
             print(f"  {task['task']:<9} {task['address']:<16} pid {task['pid']:<7} "
                   f"{'alive' if task['alive'] else 'dead'}")

@@ -19,7 +19,7 @@ import psutil
 
 import labkit
 from labkit import traffic
-from labkit.runtime import processes
+from labkit.runtime import isolation, processes
 from labkit.cluster import LocalCluster, pick_port, running_clusters
 
 PASS, WARN, FAIL, NOTE = "PASS", "WARN", "FAIL", "NOTE"
@@ -143,12 +143,35 @@ def traffic_counters():
     return WARN, traffic.UNAVAILABLE
 
 
-def security():
-    addresses = sorted({address.address for addresses in psutil.net_if_addrs().values() for address in addresses
-                        if address.family == socket.AF_INET and not address.address.startswith("127.")})
-    reach = f"reachable at {', '.join(addresses)}" if addresses else "reachable on every interface"
-    return NOTE, (f"cluster ports will be {reach}, with no authentication: use a trusted network only "
-                  "and stop clusters when done")
+SECURITY_PROGRAM = """
+import json, labkit
+from labkit.runtime import isolation
+cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name="doctor-security")
+print(json.dumps([isolation.network_status(), [task.port for task in cluster.tasks]]))
+"""
+
+
+def security(kernel="pslab", timeout=120):
+    """Start a kernel as JupyterLab does, let it start a cluster, and try its task ports from here, outside
+    the kernel: on this machine's network address, as another computer on the network would."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name=kernel, startup_timeout=timeout)
+    try:
+        printed = []
+        reply = client.execute_interactive(SECURITY_PROGRAM, timeout=timeout, output_hook=lambda message: printed.append(
+            message["content"].get("text", "")) if message["msg_type"] == "stream" else None)
+        if reply["content"]["status"] != "ok":
+            return FAIL, f"the kernel {kernel!r} could not start a cluster: {reply['content'].get('evalue')}"
+        (network, why), ports = json.loads(printed[-1].strip().splitlines()[-1])
+        tried = isolation.connections_from_here(ports, isolation.host_addresses())
+        client.execute_interactive("cluster.stop()", timeout=timeout)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel()
+    accepted = "accepted" in tried.values()
+    status = NOTE if not tried else FAIL if accepted and network == isolation.ISOLATED else WARN if accepted else PASS
+    return status, isolation.exposure(tried, why if network != isolation.ISOLATED else "")
 
 
 def cluster_trains(steps_per_epoch=10, epochs=3):
