@@ -164,24 +164,25 @@ def free_unreachable_functions_before_reconnecting():
 
 def before_connecting(timeout=30.0):
     """Call right before a new strategy connects this process to a cluster (every way the kit builds
-    one does): stop the coordinators still reconnecting a dead worker, then free unreachable functions."""
-    stop_reconnecting_coordinators(timeout)
+    one does): stop the earlier coordinators, then free unreachable functions."""
+    stop_earlier_coordinators(timeout)
     free_unreachable_functions_before_reconnecting()
 
 
-def stop_reconnecting_coordinators(timeout=30.0):
-    """Before a new strategy connects: stop every coordinator of this process that is reconnecting a
-    worker that died, and wait for it (its call ends once the dead task is back). Its
-    ``update_server_def`` and the new strategy's at once would crash the process (``stop_reconnecting``).
-    Raises a RuntimeError that says what to do if one still waits after ``timeout`` seconds.
+def stop_earlier_coordinators(timeout=30.0):
+    """Before a new strategy connects: stop every coordinator of this process whose worker-failure thread
+    still runs, and wait for it. One reconnecting a dead worker is in ``update_server_def`` until the task
+    is back; an idle one would enter it at the next failure. Its call and the new strategy's at once
+    crash the process (``stop_reconnecting``). A new connection makes the earlier coordinators unusable
+    anyway. Raises a RuntimeError that says what to do if one still waits after ``timeout`` seconds.
     """
     from tensorflow.python.distribute.coordinator.cluster_coordinator import ClusterCoordinator
 
-    reconnecting = [found for found in gc.get_objects() if isinstance(found, ClusterCoordinator)
-                    and found._cluster.failure_handler._cluster_due_for_update_or_finish.is_set()]  # noqa: SLF001
-    for coordinator in reconnecting:
+    earlier = [found for found in gc.get_objects() if isinstance(found, ClusterCoordinator)
+               and found._cluster.failure_handler._preemption_handler_thread.is_alive()]  # noqa: SLF001
+    for coordinator in earlier:
         stop_reconnecting(coordinator)
-    if not all([stop_coordinator(coordinator, timeout) for coordinator in reconnecting]):
+    if not all([stop_coordinator(coordinator, timeout) for coordinator in earlier]):
         raise RuntimeError("an earlier coordinator is still reconnecting a dead task, and a new connection now "
                            "could crash this process: restart the dead tasks (LocalCluster.restart) and try "
                            "again, or stop the cluster and start a new one.")
