@@ -4,14 +4,18 @@ import csv
 import hashlib
 import json
 import os
+import shutil
+import subprocess
+import sys
 import time
 import zipfile
 
+import jsonschema
 import nbformat
 import psutil
 import pytest
 
-from labkit.tools import cli, grade
+from labkit.tools import cli, grade, gradescope
 from support import is_running
 from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
 from test_exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
@@ -25,6 +29,18 @@ EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
 EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences beyond the spread",
               "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
+# Gradescope's results.json as its autograder specification describes it (the fields the kit writes).
+GRADESCOPE_RESULTS = {
+    "type": "object", "required": ["score", "tests"],
+    "properties": {
+        "score": {"type": "number"}, "execution_time": {"type": "number"}, "output": {"type": "string"},
+        "output_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
+        "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
+        "tests": {"type": "array", "items": {
+            "type": "object", "required": ["name", "score", "max_score", "output", "visibility"],
+            "properties": {"name": {"type": "string"}, "score": {"type": "number"}, "max_score": {"type": "number"},
+                           "status": {"enum": ["passed", "failed"]}, "output": {"type": "string"},
+                           "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]}}}}}}
 # seconds: the hung notebook's kernel and 2-task cluster were up after 13 s at load 1, 31 s at load 10, 50 s at load 12
 HANG_TIMEOUTS = (30, 90)
 
@@ -99,6 +115,17 @@ def test_bad_input_gets_a_clear_error_or_row_and_the_submissions_are_untouched(t
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="is empty"):
         cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit, match="give the SUBMISSIONS to grade and --out DIR"):
+        cli.main(["grade", str(tmp_path / "empty")])
+    with pytest.raises(SystemExit, match="it grades nothing here: leave out SUBMISSIONS, --out"):
+        cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"),
+                  "--gradescope-autograder", str(tmp_path / "autograder.zip")])
+    with pytest.raises(SystemExit, match="autograder.tar: name a .zip file"):
+        cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.tar")])
+    with pytest.raises(SystemExit, match="has no check cell"):
+        cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.zip"),
+                  "--reference", str(SOLUTIONS.parent / "notebooks")])
+    assert not (tmp_path / "autograder.zip").exists()
     (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 cut off in the download")
     with pytest.raises(SystemExit, match="broken.zip is not a readable .zip archive"):
         cli.main(["grade", str(tmp_path / "broken.zip"), "--out", str(tmp_path / "out")])
@@ -290,3 +317,47 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
         pytest.fail(f"the hung notebook did not start its cluster within {HANG_TIMEOUTS[-1]} s")
     pids = json.loads(started.read_text())
     assert len(pids) == 3 and [pid for pid in pids if is_running(pid)] == []
+
+
+def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_path):
+    """The zip built for ex1 and ex4, unpacked as Gradescope does into a temporary root (its .venv: this one,
+    as setup.sh's `make install` would make it), grades a wrong ex4 and writes results.json as Gradescope reads it."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for name in (EX1, EX4):
+        shutil.copy(EXERCISES / name, reference)
+    autograder = tmp_path / "autograder.zip"
+    cli.main(["grade", "--gradescope-autograder", str(autograder), "--reference", str(reference),
+              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300"])
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(autograder) as archive:
+        modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
+        archive.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):  # as unzip does (extractall drops the modes)
+        (root / "source" / name).chmod(modes[name] & 0o777)
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111, "Gradescope runs both scripts"
+    assert "make install" in (root / "source" / "setup.sh").read_text()
+    assert (root / "source" / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \
+        "the autograder installs the kit's own pins"
+    assert sorted(path.name for path in (root / "source" / "exercises").iterdir()) == [EX1, EX4]
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "source" / ".venv").symlink_to(sys.prefix)
+    submit(root / "submission", {"ex4_performance_analysis": wrong(EX4, "scheduled nothing on the cluster")})
+    (root / "submission" / "notes.txt").write_text("not a notebook")
+    (tmp_path / "tmp").mkdir()
+    subprocess.run([str(root / "run_autograder")], cwd=root, check=True, timeout=600,
+                   env=dict(os.environ, LABKIT_AUTOGRADER_ROOT=str(root), TMPDIR=str(tmp_path / "tmp")))
+    report = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(report, GRADESCOPE_RESULTS)
+    tests = {test["name"]: test for test in report["tests"]}
+    assert list(tests) == [f"ex1: {check}" for check in EX1_CHECKS] + [f"ex4: {check}" for check in EX4_CHECKS], \
+        "one test per check of every exercise, in order"
+    assert report["score"] == sum(test["score"] for test in tests.values()) == 3
+    assert all(test["max_score"] == 1 for test in tests.values())
+    failed = tests["ex4: timed on the cluster"]
+    assert failed["score"] == 0 and failed["status"] == "failed" and "scheduled nothing on the cluster" in failed["output"]
+    assert tests["ex4: one time per worker count"]["output"] == "passed"
+    assert all(tests[f"ex1: {check}"]["score"] == 0 and tests[f"ex1: {check}"]["output"].startswith("not submitted")
+               for check in EX1_CHECKS)
+    assert "not notebooks, not graded: notes.txt" in report["output"], "the learner's feedback.md is the output"
+    assert processes_of(tmp_path / "tmp") == []

@@ -239,19 +239,23 @@ class Settings:
     parameters: dict = field(default_factory=dict)
     kernel: str = "pslab"
 
+    def __post_init__(self):
+        if self.timeout <= 0 or self.cell_timeout <= 0 or self.max_tasks < 2:
+            raise ValueError("--timeout and --cell-timeout must be > 0 and --max-tasks >= 2 (a worker and a "
+                             "parameter server).")
+
 
 def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, roster=None,
           export=None, assignment="PS Lab exercises"):
     """Grade every learner's submissions in ``source`` (a folder or a .zip); write grades.csv (one row per
     learner), notebooks.csv (one per notebook), each learner's feedback.md and, with ``export="canvas"``,
-    canvas.csv. Return grades.csv's rows."""
+    canvas.csv. Return grades.csv's rows and notebooks.csv's (these with each check's message in ``messages``)."""
     settings = settings or Settings()
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ValueError(f"{out_dir} is not empty (an earlier grading?): choose a new --out folder.")
-    if jobs < 1 or settings.timeout <= 0 or settings.cell_timeout <= 0 or settings.max_tasks < 2:
-        raise ValueError("--jobs must be >= 1, --timeout and --cell-timeout > 0 and --max-tasks >= 2 "
-                         "(a worker and a parameter server).")
+    if jobs < 1:
+        raise ValueError(f"--jobs {jobs}: it must be at least 1.")
     exercise_list = load_exercises(reference)
     kernel_path = kernel_data_path(settings.kernel)
     folder = submissions.unpack(source, out_dir / UNPACKED)
@@ -290,7 +294,7 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
         gradebook.write_canvas(table, learners, assignment, out_dir / "canvas.csv")
     print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
           f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
-    return table
+    return table, rows
 
 
 def kernel_data_path(kernel):
@@ -341,7 +345,7 @@ def grade_submission(submission, submitted, exercise, folder, settings, kernel_p
     began = time.monotonic()
     folder.mkdir(parents=True)
     row = {"learner": submission.learner, "file": submission.original, "exercise": "", "status": "",
-           "score": 0, "max_score": 0, "seconds": 0.0, "detail": ""}
+           "score": 0, "max_score": 0, "seconds": 0.0, "detail": "", "messages": {}}
     if isinstance(exercise, SubmissionError):
         row.update(status=exercise.status, detail=str(exercise))
         return row, _feedback_section(row, None, {}, {})
@@ -368,7 +372,7 @@ def grade_submission(submission, submitted, exercise, folder, settings, kernel_p
         detail = "; ".join(filter(None, [detail, result["leftovers"]]))
     row.update(status=status, detail=detail, score=sum(outcome[0] == "passed" for outcome in outcomes.values()))
     for check in exercise.checks:
-        row[f"{exercise.short}: {check.name}"] = outcomes[check.name][0]
+        row[f"{exercise.short}: {check.name}"], row["messages"][check.name] = outcomes[check.name]
     written = {}
     answers = {cell.get("id"): cell.source for cell in submitted.cells}
     for cell_id, title in exercise.written.items():
@@ -516,7 +520,8 @@ def _feedback_section(row, exercise, outcomes, written, cell_errors=()):
 
 
 # ----- the command (its options: labkit/tools/cli.py's add_grade) -----------------------------
-def run(args):
+def settings_from(args):
+    """The Settings that the command's options ask for."""
     parameters = {}
     if args.parameters:
         try:
@@ -526,6 +531,12 @@ def run(args):
         if not isinstance(parameters, dict) or not all(isinstance(v, dict) for v in parameters.values()):
             raise ValueError(f"--parameters {args.parameters} must map each exercise (e.g. ex3) to "
                              "{parameter: value}.")
-    settings = Settings(args.timeout, args.cell_timeout, args.max_tasks, parameters, args.kernel)
-    return grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, settings,
+    return Settings(args.timeout, args.cell_timeout, args.max_tasks, parameters, args.kernel)
+
+
+def run(args):
+    if not (args.submissions and args.out):
+        raise ValueError("give the SUBMISSIONS to grade and --out DIR (or --gradescope-autograder OUT.zip, "
+                         "to build Gradescope's autograder).")
+    return grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, settings_from(args),
                  args.roster, args.export, args.assignment)
