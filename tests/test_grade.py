@@ -29,6 +29,9 @@ EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
 EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences beyond the spread",
               "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
+EX_TITLES = {"ex1": "Exercise 1 · A parameter-server cluster by hand", "ex2": "Exercise 2 · Gradient compression",
+             "ex4": "Exercise 4 · Training time against the number of workers",
+             "ex5": "Exercise 5 · Asynchronous updates with staleness checks"}
 # Gradescope's results.json as its autograder specification describes it (the fields the kit writes).
 GRADESCOPE_RESULTS = {
     "type": "object", "required": ["score", "tests"],
@@ -185,8 +188,10 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
     assert "Total: **0** of 8 checks" in (out / "101" / "feedback.md").read_text()
     with open(out / "canvas.csv") as file:
         canvas = list(csv.reader(file))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "PS Lab exercises"]
-    assert canvas[1] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0"] and len(canvas) == 4
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", EX_TITLES["ex1"],
+                         EX_TITLES["ex5"], "PS Lab exercises"], "a column per exercise graded, then the total"
+    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "4", "8"]
+    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0"] and len(canvas) == 5
 
     moodle = tmp_path / "moodle"
     submit(moodle, {"Ada Lovelace_201_assignsubmission_file_/ex5_staleness_checks": nbformat.reads(blank_ex5, 4)})
@@ -256,7 +261,7 @@ def test_grading_a_class(tmp_path, monkeypatch):
     out = tmp_path / "graded"
     began = time.monotonic()
     cli.main(["grade", str(submissions), "--out", str(out), "--jobs", "2", "--timeout", "400",
-              "--parameters", str(parameters_file(tmp_path))])
+              "--parameters", str(parameters_file(tmp_path)), "--export", "canvas", "--assignment", "Exercises (4567)"])
     print(f"graded 6 notebooks with --jobs 2 in {time.monotonic() - began:.0f} s")
     rows, learners = read_grades(out, "notebooks.csv"), read_grades(out)
     assert {key: row["status"] for key, row in rows.items()} == {
@@ -270,6 +275,14 @@ def test_grading_a_class(tmp_path, monkeypatch):
     assert (learners["ada"]["ex1"], learners["ada"]["ex2"], learners["ada"]["total"]) == ("1", "2", "3"), \
         "a learner's row adds up their exercises"
     assert learners["ada"]["ex4: one time per worker count"] == "not submitted"
+    with open(out / "canvas.csv") as file:
+        canvas = {row["Student"]: row for row in csv.DictReader(file)}
+    assert {column: canvas["    Points Possible"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
+        == {EX_TITLES["ex1"]: "4", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "4", EX_TITLES["ex5"]: "4",
+            "Exercises (4567)": "14"}, "Canvas's Points Possible row: each exercise's checks, and their sum"
+    assert {column: canvas["ada"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
+        == {EX_TITLES["ex1"]: "1", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "0", EX_TITLES["ex5"]: "0",
+            "Exercises (4567)": "3"}, "ada's exercises and total in their own columns"
     assert "ex1: kernel died" in learners["ada"]["notes"]
     assert checks_of(rows["dee", "ex4"], "ex4") == {**dict.fromkeys(EX4_CHECKS, "passed"), "timed on the cluster": "failed"}
     assert learners["dee"]["total"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()

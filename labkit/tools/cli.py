@@ -452,10 +452,10 @@ def add_grade(commands):
                              "learner, optionally name (or Student): learners who handed in nothing get a row too")
     parser.add_argument("--export", choices=["canvas"],
                         help="also write the learning platform's import file (canvas: DIR/canvas.csv for the "
-                             "gradebook's Import)")
+                             "gradebook's Import, a column per exercise and the total)")
     parser.add_argument("--assignment", default="PS Lab exercises",
-                        help="the gradebook column of --export, as the platform names the assignment (Canvas's "
-                             "own export says 'Name (id)') (default: %(default)s)")
+                        help="the gradebook column of --export that holds the total, as the platform names the "
+                             "assignment (Canvas's own export says 'Name (id)') (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default: %(default)s; "
                                                             "each runs a kernel and a small cluster)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per notebook (default: %(default)s)")

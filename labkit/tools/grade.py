@@ -110,6 +110,12 @@ class Exercise:
         return self.name.split("_")[0]
 
     @property
+    def title(self):
+        """The notebook's heading ("Exercise 1 · A parameter-server cluster by hand"), else its name."""
+        return next((cell.source.splitlines()[0][2:].strip() for cell in self.notebook.cells
+                     if cell.cell_type == "markdown" and cell.source.startswith("# ")), self.name)
+
+    @property
     def columns(self):
         return [f"{self.short}: {check.name}" for check in self.checks] + \
                [f"{self.short}: {title} (written)" for title in self.written.values()]
@@ -291,7 +297,8 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
         gradebook.write_feedback(_learner_folder(out_dir, row["learner"]) / "feedback.md", learners[row["learner"]],
                                  row, [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
     if export == "canvas":
-        gradebook.write_canvas(table, learners, assignment, out_dir / "canvas.csv")
+        gradebook.write_canvas(table, learners, gradebook.exercises_graded(rows, exercise_list), assignment,
+                               out_dir / "canvas.csv")
     print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
           f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
     return table, rows
