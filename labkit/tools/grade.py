@@ -69,7 +69,6 @@ from labkit.tools import exercises, gradebook, submissions
 
 DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "exercises"
 RUN_MARKER = "LABKIT_GRADE_RUN"  # in the environment of every process a graded notebook starts
-PASSED_CALL = re.compile(r"""checklist\.passed\(\s*["']([^"']+)["']\s*\)""")
 SUMMARY_SOURCE = "checklist.summary()"
 STUB_MESSAGE = "replace this line with your solution"  # a stub's NotImplementedError: not worth a feedback line
 KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")  # of the grader's environment, what a graded run gets
@@ -141,7 +140,7 @@ def load_exercise(path):
             exercise.parameters_id = cell.id
         if cell.source.strip() == SUMMARY_SOURCE:
             exercise.summary_id = cell.id
-        for name in PASSED_CALL.findall(cell.source):
+        for name in exercises.PASSED_CALL.findall(cell.source):
             covers = since_last_check or (exercise.checks[-1].covers if exercise.checks else [])
             exercise.checks.append(Check(name, cell.id, covers))
             since_last_check = []
@@ -217,7 +216,7 @@ def _graders_version(cell, exercise):
     """A copy of a reference cell; a check cell with labkit's own checks and without its checklist call."""
     cell = copy.deepcopy(cell)
     if cell.id in {check.cell_id for check in exercise.checks}:
-        kept = [line for line in cell.source.splitlines() if not PASSED_CALL.search(line)]
+        kept = [line for line in cell.source.splitlines() if not exercises.PASSED_CALL.search(line)]
         cell.source = "\n".join(["from labkit import checks  # labkit grade: the kit's checks, whatever the notebook did"]
                                  + kept)
     return cell
