@@ -200,6 +200,24 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
     assert row["name"] == "Ada Lovelace" and checks_of(row, "ex5") == dict.fromkeys(EX5_CHECKS, "not attempted")
 
 
+def test_plain_file_names_are_matched_against_the_roster_ids(tmp_path):
+    """A roster id that is a word of a plain file or folder name names its learner; part of a word does not.
+    Blank exercises only: no kernel starts."""
+    blank_ex1, blank_ex5 = (nbformat.read(EXERCISES / name, as_version=4) for name in (EX1, EX5))
+    submit(tmp_path / "submissions", {"ex1_s1234": blank_ex1, "s5678-work/ex5": blank_ex5, "stranger": blank_ex1})
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\ns1234,Ada Lovelace\ns5678,Grace Hopper\ns123,Alan Turing\n")
+    out = tmp_path / "graded"
+    cli.main(["grade", str(tmp_path / "submissions"), "--out", str(out), "--roster", str(roster)])
+    learners = read_grades(out)
+    assert sorted(learners) == ["s123", "s1234", "s5678", "stranger"]
+    assert learners["s1234"]["name"] == "Ada Lovelace"
+    assert checks_of(learners["s1234"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
+    assert checks_of(learners["s5678"], "ex5") == dict.fromkeys(EX5_CHECKS, "not attempted")
+    assert "no notebook handed in" in learners["s123"]["notes"], "s123 is part of s1234, not a word of it"
+    assert "not on the roster" in learners["stranger"]["notes"]
+
+
 def test_the_grader_runs_its_own_check_cells_and_parameters_and_sees_what_is_blank():
     exercises = grade.load_exercises(EXERCISES)
     ex5 = next(exercise for exercise in exercises if exercise.short == "ex5")
@@ -302,6 +320,28 @@ def test_grading_a_class(tmp_path, monkeypatch):
     assert processes_of(out) == []
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in submissions.rglob("*") if path.is_file()}
     assert after == before
+
+
+def test_a_cell_over_the_cell_timeout_is_stopped_and_the_grading_goes_on(tmp_path):
+    """A cell that sleeps far past --cell-timeout is interrupted and named in its learner's row; the cells
+    after it run, the notebook ends "ok", and the next learner is graded."""
+    sleeper = variant(EXERCISES, EX1, [("ports = [portpicker", solution_cell(EX1, "ports = [portpicker"))],
+                      extra_cells=["import time\ntime.sleep(600)", "open('after.txt', 'w').write('ran')"])
+    submit(tmp_path / "submissions", {"ada": sleeper, "eve": nbformat.read(EXERCISES / EX1, as_version=4)})
+    out = tmp_path / "graded"
+    cli.main(["grade", str(tmp_path / "submissions"), "--out", str(out), "--cell-timeout", "5"])
+    row, learners = read_grades(out, "notebooks.csv")["ada", "ex1"], read_grades(out)
+    graded = nbformat.read(out / "ada" / "ex1" / "graded.ipynb", as_version=4)
+    sleeper_cell = next(index for index, cell in enumerate(graded.cells) if "time.sleep(600)" in cell.source)
+    assert row["status"] == "ok" and float(row["seconds"]) < 300, "the sleeper stopped the whole notebook"
+    assert "stopped at --cell-timeout (5 s): cell " in row["detail"], row["detail"]
+    stopped = row["detail"].split("stopped at --cell-timeout (5 s): cell ")[1].split(";")[0].split(", ")
+    assert str(sleeper_cell) in stopped, row["detail"]
+    assert "stopped at --cell-timeout (5 s)" in learners["ada"]["notes"]
+    assert (out / "ada" / "ex1" / "after.txt").read_text() == "ran", "the cell after the sleeper did not run"
+    assert "ran longer than 5 s (--cell-timeout): stopped" in (out / "ada" / "feedback.md").read_text()
+    assert checks_of(learners["eve"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
+    assert processes_of(out) == []
 
 
 def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):

@@ -5,8 +5,8 @@ SUBMISSIONS is a folder, or a Canvas or Moodle bulk-download .zip (unpacked into
 latest notebook is graded, in ``DIR/<learner>/<exercise>/``; the submissions themselves are only read.
 ``DIR/grades.csv`` has one row per learner: per exercise its score (one point per passed check) and
 per check ``passed``, ``failed``, ``not attempted`` or ``not submitted``; each written answer
-``answered`` or ``not attempted`` (for the instructor to read); the total; and notes (a timeout, a
-leftover process, a late or superseded file, a file that is not a notebook). ``DIR/notebooks.csv``
+``answered`` or ``not attempted`` (for the instructor to read); the total; and notes (a timeout, a cell
+stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file that is not a notebook). ``DIR/notebooks.csv``
 has one row per graded notebook (status, score, seconds, why it ended). ``DIR/<learner>/feedback.md``
 gives each failing check's message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's
 gradebook import.
@@ -286,10 +286,12 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
         list(pool.map(one, chosen))
     rows.sort(key=lambda row: (row["learner"], row["exercise"], row["file"]))
     gradebook.write_notebooks(rows, exercise_list, out_dir / "notebooks.csv")
-    for row in rows:
+    for row in rows:  # a notebook that did not end "ok", or whose run has something to say
         if row["status"] != "ok":
             notes.setdefault(row["learner"], []).append(f"{row['exercise'] or row['file']}: {row['status']}"
                                                         + (f" ({row['detail']})" if row["detail"] else ""))
+        elif row["detail"]:
+            notes.setdefault(row["learner"], []).append(f"{row['exercise']}: {row['detail']}")
     table, columns = gradebook.learner_rows(learners, rows, notes, exercise_list)
     gradebook.write_grades(table, columns, out_dir / "grades.csv")
     for row in table:
@@ -373,9 +375,11 @@ def grade_submission(submission, submitted, exercise, folder, settings, kernel_p
     status = "refused" if refusals and result["status"] == "ok" else result["status"]
     if status == "ok" and result["leftovers"]:
         status = "leaked processes"
-    detail = refusals[0]["evalue"] if refusals else result.get("detail", "")
-    if result["leftovers"]:
-        detail = "; ".join(filter(None, [detail, result["leftovers"]]))
+    stopped = [str(error["cell"]) for error in result["cell_errors"] if error.get("stopped")]
+    detail = "; ".join(filter(None, [
+        refusals[0]["evalue"] if refusals else result.get("detail", ""),
+        f"stopped at --cell-timeout ({settings.cell_timeout:g} s): cell {', '.join(stopped)}" if stopped else "",
+        result["leftovers"]]))
     row.update(status=status, detail=detail, score=sum(outcome[0] == "passed" for outcome in outcomes.values()))
     for check in exercise.checks:
         row[f"{exercise.short}: {check.name}"], row["messages"][check.name] = outcomes[check.name]
