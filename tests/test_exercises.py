@@ -6,6 +6,7 @@ import copy
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import nbformat
 import papermill.iorw
 import papermill.parameterize
@@ -14,7 +15,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from support import processes_running, wait_until_gone
-from labkit.tools import cli, exercises
+from labkit.tools import cli, exercises, grade
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
@@ -268,6 +269,68 @@ def test_a_solution_region_becomes_a_stub_and_everything_else_stays():
     assert exercise.cells[1].outputs == [] and exercise.cells[1].execution_count is None
     assert exercise.cells[2].source == "Why?\nYOUR ANSWER HERE"
     assert "return 2 * x" in solution.cells[1].source, "the solution notebook must not change"
+
+
+# nbgrader's cell metadata, schema version 3: its JSON schema, as nbgrader ships it (nbgraderformat/v3.json).
+NBGRADER_V3 = {
+    "type": "object", "required": ["schema_version", "grade", "locked", "solution"], "additionalProperties": False,
+    "properties": {
+        "schema_version": {"type": "integer", "minimum": 3, "maximum": 3}, "grade": {"type": "boolean"},
+        "locked": {"type": "boolean"}, "solution": {"type": "boolean"}, "task": {"type": "boolean"},
+        "grade_id": {"type": "string", "pattern": "^[a-zA-Z0-9_\\-]*$"}, "points": {"type": "number", "minimum": 0},
+        "checksum": {"type": "string", "minLength": 32, "maxLength": 32},
+        "cell_type": {"type": "string", "enum": ["raw", "code", "markdown"]}}}
+
+
+def nbgrader_problems(notebook):
+    """What nbgrader's validator (MetadataValidatorV3) refuses in ``notebook``: the schema, then its rules (a grade
+    id where any role is set, points on a grade cell, markdown graded only as a solution, no grade id twice)."""
+    problems, ids = [], set()
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            continue
+        problems += [f"{cell.id}: {error.message}" for error in jsonschema.Draft4Validator(NBGRADER_V3).iter_errors(meta)]
+        if (meta.get("grade") or meta.get("solution") or meta.get("locked")) and not meta.get("grade_id"):
+            problems.append(f"{cell.id}: no grade_id")
+        if meta.get("grade") and "points" not in meta:
+            problems.append(f"{cell.id}: a grade cell without points")
+        if cell.cell_type == "markdown" and meta.get("grade") != meta.get("solution"):
+            problems.append(f"{cell.id}: a markdown cell must be grade and solution, or neither")
+        if meta.get("grade_id") in ids:
+            problems.append(f"{cell.id}: duplicate grade_id {meta['grade_id']}")
+        ids.add(meta.get("grade_id"))
+    return problems
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_exercise_cells_carry_the_nbgrader_metadata_of_their_role(name):
+    """Answers are solution cells, written answers manually graded ones, check cells locked tests worth
+    their checks (as labkit grade counts them); nbgrader's validator rules accept the notebook."""
+    notebook = nbformat.read(EXERCISES / name, as_version=4)
+    exercise = grade.load_exercise(EXERCISES / name)
+    assert nbgrader_problems(notebook) == []
+    roles = {cell.id: cell.metadata.get("nbgrader") for cell in notebook.cells}
+    checks = {check.cell_id for check in exercise.checks}
+    assert sum(roles[cell_id]["points"] for cell_id in checks) == len(exercise.checks)
+    assert all(roles[cell_id]["grade"] and roles[cell_id]["locked"] and not roles[cell_id]["solution"]
+               for cell_id in checks)
+    assert all(roles[cell_id]["solution"] and not roles[cell_id]["locked"] for cell_id in exercise.stub_ids)
+    assert all(roles[cell_id]["grade"] for cell_id in exercise.written)
+    assert {cell_id for cell_id, meta in roles.items() if meta} == checks | exercise.stub_ids
+    assert {meta["schema_version"] for meta in roles.values() if meta} == {exercises.NBGRADER_SCHEMA_VERSION}
+
+
+def test_the_nbgrader_rules_refuse_broken_metadata():
+    notebook = nbformat.read(EXERCISES / NAMES[0], as_version=4)
+    check, answer = (next(cell for cell in notebook.cells if cell.metadata.get("nbgrader", {}).get(role))
+                     for role in ("grade", "solution"))
+    del check.metadata.nbgrader["points"]
+    answer.metadata.nbgrader["grade_id"] = check.metadata.nbgrader["grade_id"]
+    answer.metadata.nbgrader["schema_version"] = 4
+    assert set(nbgrader_problems(notebook)) == {f"{check.id}: a grade cell without points",
+                                                f"{answer.id}: 4 is greater than the maximum of 3",
+                                                f"{check.id}: duplicate grade_id {check.metadata.nbgrader['grade_id']}"}
 
 
 @pytest.mark.parametrize("source, message", [

@@ -4,14 +4,18 @@ import csv
 import hashlib
 import json
 import os
+import shutil
+import subprocess
+import sys
 import time
 import zipfile
 
+import jsonschema
 import nbformat
 import psutil
 import pytest
 
-from labkit.tools import cli, grade
+from labkit.tools import cli, grade, gradescope
 from support import is_running
 from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
 from test_exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
@@ -25,6 +29,21 @@ EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
 EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences beyond the spread",
               "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
+EX_TITLES = {"ex1": "Exercise 1 · A parameter-server cluster by hand", "ex2": "Exercise 2 · Gradient compression",
+             "ex4": "Exercise 4 · Training time against the number of workers",
+             "ex5": "Exercise 5 · Asynchronous updates with staleness checks"}
+# Gradescope's results.json as its autograder specification describes it (the fields the kit writes).
+GRADESCOPE_RESULTS = {
+    "type": "object", "required": ["score", "tests"],
+    "properties": {
+        "score": {"type": "number"}, "execution_time": {"type": "number"}, "output": {"type": "string"},
+        "output_format": {"enum": ["text", "html", "simple_format", "md", "ansi"]},
+        "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]},
+        "tests": {"type": "array", "items": {
+            "type": "object", "required": ["name", "score", "max_score", "output", "visibility"],
+            "properties": {"name": {"type": "string"}, "score": {"type": "number"}, "max_score": {"type": "number"},
+                           "status": {"enum": ["passed", "failed"]}, "output": {"type": "string"},
+                           "visibility": {"enum": ["hidden", "after_due_date", "after_published", "visible"]}}}}}}
 # seconds: the hung notebook's kernel and 2-task cluster were up after 13 s at load 1, 31 s at load 10, 50 s at load 12
 HANG_TIMEOUTS = (30, 90)
 
@@ -99,6 +118,17 @@ def test_bad_input_gets_a_clear_error_or_row_and_the_submissions_are_untouched(t
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="is empty"):
         cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit, match="give the SUBMISSIONS to grade and --out DIR"):
+        cli.main(["grade", str(tmp_path / "empty")])
+    with pytest.raises(SystemExit, match="it grades nothing here: leave out SUBMISSIONS, --out"):
+        cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"),
+                  "--gradescope-autograder", str(tmp_path / "autograder.zip")])
+    with pytest.raises(SystemExit, match="autograder.tar: name a .zip file"):
+        cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.tar")])
+    with pytest.raises(SystemExit, match="has no check cell"):
+        cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.zip"),
+                  "--reference", str(SOLUTIONS.parent / "notebooks")])
+    assert not (tmp_path / "autograder.zip").exists()
     (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 cut off in the download")
     with pytest.raises(SystemExit, match="broken.zip is not a readable .zip archive"):
         cli.main(["grade", str(tmp_path / "broken.zip"), "--out", str(tmp_path / "out")])
@@ -158,14 +188,34 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
     assert "Total: **0** of 8 checks" in (out / "101" / "feedback.md").read_text()
     with open(out / "canvas.csv") as file:
         canvas = list(csv.reader(file))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "PS Lab exercises"]
-    assert canvas[1] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0"] and len(canvas) == 4
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", EX_TITLES["ex1"],
+                         EX_TITLES["ex5"], "PS Lab exercises"], "a column per exercise graded, then the total"
+    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "4", "8"]
+    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0"] and len(canvas) == 5
 
     moodle = tmp_path / "moodle"
     submit(moodle, {"Ada Lovelace_201_assignsubmission_file_/ex5_staleness_checks": nbformat.reads(blank_ex5, 4)})
     cli.main(["grade", str(moodle), "--out", str(tmp_path / "graded-moodle")])
     row = read_grades(tmp_path / "graded-moodle")["201"]
     assert row["name"] == "Ada Lovelace" and checks_of(row, "ex5") == dict.fromkeys(EX5_CHECKS, "not attempted")
+
+
+def test_plain_file_names_are_matched_against_the_roster_ids(tmp_path):
+    """A roster id that is a word of a plain file or folder name names its learner; part of a word does not.
+    Blank exercises only: no kernel starts."""
+    blank_ex1, blank_ex5 = (nbformat.read(EXERCISES / name, as_version=4) for name in (EX1, EX5))
+    submit(tmp_path / "submissions", {"ex1_s1234": blank_ex1, "s5678-work/ex5": blank_ex5, "stranger": blank_ex1})
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\ns1234,Ada Lovelace\ns5678,Grace Hopper\ns123,Alan Turing\n")
+    out = tmp_path / "graded"
+    cli.main(["grade", str(tmp_path / "submissions"), "--out", str(out), "--roster", str(roster)])
+    learners = read_grades(out)
+    assert sorted(learners) == ["s123", "s1234", "s5678", "stranger"]
+    assert learners["s1234"]["name"] == "Ada Lovelace"
+    assert checks_of(learners["s1234"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
+    assert checks_of(learners["s5678"], "ex5") == dict.fromkeys(EX5_CHECKS, "not attempted")
+    assert "no notebook handed in" in learners["s123"]["notes"], "s123 is part of s1234, not a word of it"
+    assert "not on the roster" in learners["stranger"]["notes"]
 
 
 def test_the_grader_runs_its_own_check_cells_and_parameters_and_sees_what_is_blank():
@@ -229,7 +279,7 @@ def test_grading_a_class(tmp_path, monkeypatch):
     out = tmp_path / "graded"
     began = time.monotonic()
     cli.main(["grade", str(submissions), "--out", str(out), "--jobs", "2", "--timeout", "400",
-              "--parameters", str(parameters_file(tmp_path))])
+              "--parameters", str(parameters_file(tmp_path)), "--export", "canvas", "--assignment", "Exercises (4567)"])
     print(f"graded 6 notebooks with --jobs 2 in {time.monotonic() - began:.0f} s")
     rows, learners = read_grades(out, "notebooks.csv"), read_grades(out)
     assert {key: row["status"] for key, row in rows.items()} == {
@@ -243,6 +293,14 @@ def test_grading_a_class(tmp_path, monkeypatch):
     assert (learners["ada"]["ex1"], learners["ada"]["ex2"], learners["ada"]["total"]) == ("1", "2", "3"), \
         "a learner's row adds up their exercises"
     assert learners["ada"]["ex4: one time per worker count"] == "not submitted"
+    with open(out / "canvas.csv") as file:
+        canvas = {row["Student"]: row for row in csv.DictReader(file)}
+    assert {column: canvas["    Points Possible"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
+        == {EX_TITLES["ex1"]: "4", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "4", EX_TITLES["ex5"]: "4",
+            "Exercises (4567)": "14"}, "Canvas's Points Possible row: each exercise's checks, and their sum"
+    assert {column: canvas["ada"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
+        == {EX_TITLES["ex1"]: "1", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "0", EX_TITLES["ex5"]: "0",
+            "Exercises (4567)": "3"}, "ada's exercises and total in their own columns"
     assert "ex1: kernel died" in learners["ada"]["notes"]
     assert checks_of(rows["dee", "ex4"], "ex4") == {**dict.fromkeys(EX4_CHECKS, "passed"), "timed on the cluster": "failed"}
     assert learners["dee"]["total"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()
@@ -262,6 +320,28 @@ def test_grading_a_class(tmp_path, monkeypatch):
     assert processes_of(out) == []
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in submissions.rglob("*") if path.is_file()}
     assert after == before
+
+
+def test_a_cell_over_the_cell_timeout_is_stopped_and_the_grading_goes_on(tmp_path):
+    """A cell that sleeps far past --cell-timeout is interrupted and named in its learner's row; the cells
+    after it run, the notebook ends "ok", and the next learner is graded."""
+    sleeper = variant(EXERCISES, EX1, [("ports = [portpicker", solution_cell(EX1, "ports = [portpicker"))],
+                      extra_cells=["import time\ntime.sleep(600)", "open('after.txt', 'w').write('ran')"])
+    submit(tmp_path / "submissions", {"ada": sleeper, "eve": nbformat.read(EXERCISES / EX1, as_version=4)})
+    out = tmp_path / "graded"
+    cli.main(["grade", str(tmp_path / "submissions"), "--out", str(out), "--cell-timeout", "5"])
+    row, learners = read_grades(out, "notebooks.csv")["ada", "ex1"], read_grades(out)
+    graded = nbformat.read(out / "ada" / "ex1" / "graded.ipynb", as_version=4)
+    sleeper_cell = next(index for index, cell in enumerate(graded.cells) if "time.sleep(600)" in cell.source)
+    assert row["status"] == "ok" and float(row["seconds"]) < 300, "the sleeper stopped the whole notebook"
+    assert "stopped at --cell-timeout (5 s): cell " in row["detail"], row["detail"]
+    stopped = row["detail"].split("stopped at --cell-timeout (5 s): cell ")[1].split(";")[0].split(", ")
+    assert str(sleeper_cell) in stopped, row["detail"]
+    assert "stopped at --cell-timeout (5 s)" in learners["ada"]["notes"]
+    assert (out / "ada" / "ex1" / "after.txt").read_text() == "ran", "the cell after the sleeper did not run"
+    assert "ran longer than 5 s (--cell-timeout): stopped" in (out / "ada" / "feedback.md").read_text()
+    assert checks_of(learners["eve"], "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
+    assert processes_of(out) == []
 
 
 def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
@@ -290,3 +370,47 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
         pytest.fail(f"the hung notebook did not start its cluster within {HANG_TIMEOUTS[-1]} s")
     pids = json.loads(started.read_text())
     assert len(pids) == 3 and [pid for pid in pids if is_running(pid)] == []
+
+
+def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_path):
+    """The zip built for ex1 and ex4, unpacked as Gradescope does into a temporary root (its .venv: this one,
+    as setup.sh's `make install` would make it), grades a wrong ex4 and writes results.json as Gradescope reads it."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for name in (EX1, EX4):
+        shutil.copy(EXERCISES / name, reference)
+    autograder = tmp_path / "autograder.zip"
+    cli.main(["grade", "--gradescope-autograder", str(autograder), "--reference", str(reference),
+              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300"])
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(autograder) as archive:
+        modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
+        archive.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):  # as unzip does (extractall drops the modes)
+        (root / "source" / name).chmod(modes[name] & 0o777)
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111, "Gradescope runs both scripts"
+    assert "make install" in (root / "source" / "setup.sh").read_text()
+    assert (root / "source" / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \
+        "the autograder installs the kit's own pins"
+    assert sorted(path.name for path in (root / "source" / "exercises").iterdir()) == [EX1, EX4]
+    shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "source" / ".venv").symlink_to(sys.prefix)
+    submit(root / "submission", {"ex4_performance_analysis": wrong(EX4, "scheduled nothing on the cluster")})
+    (root / "submission" / "notes.txt").write_text("not a notebook")
+    (tmp_path / "tmp").mkdir()
+    subprocess.run([str(root / "run_autograder")], cwd=root, check=True, timeout=600,
+                   env=dict(os.environ, LABKIT_AUTOGRADER_ROOT=str(root), TMPDIR=str(tmp_path / "tmp")))
+    report = json.loads((root / "results" / "results.json").read_text())
+    jsonschema.validate(report, GRADESCOPE_RESULTS)
+    tests = {test["name"]: test for test in report["tests"]}
+    assert list(tests) == [f"ex1: {check}" for check in EX1_CHECKS] + [f"ex4: {check}" for check in EX4_CHECKS], \
+        "one test per check of every exercise, in order"
+    assert report["score"] == sum(test["score"] for test in tests.values()) == 3
+    assert all(test["max_score"] == 1 for test in tests.values())
+    failed = tests["ex4: timed on the cluster"]
+    assert failed["score"] == 0 and failed["status"] == "failed" and "scheduled nothing on the cluster" in failed["output"]
+    assert tests["ex4: one time per worker count"]["output"] == "passed"
+    assert all(tests[f"ex1: {check}"]["score"] == 0 and tests[f"ex1: {check}"]["output"].startswith("not submitted")
+               for check in EX1_CHECKS)
+    assert "not notebooks, not graded: notes.txt" in report["output"], "the learner's feedback.md is the output"
+    assert processes_of(tmp_path / "tmp") == []

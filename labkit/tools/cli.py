@@ -432,26 +432,33 @@ def add_data(commands):
 
 # ----- grade ------------------------------------------------------------------
 def cmd_grade(args):
-    """Run submitted exercise notebooks, each in its own kernel and cluster, and grade them."""
-    from labkit.tools import grade  # here: nbformat's import costs seconds that other commands need not pay
+    """Grade submitted exercise notebooks, each run in its own kernel and cluster, or build a Gradescope autograder."""
+    from labkit.tools import grade, gradescope  # here: nbformat's import costs seconds that other commands need not pay
 
-    return grade.run(args)
+    return gradescope.command(args) if args.gradescope_autograder else grade.run(args)
 
 
 def add_grade(commands):
-    parser = add_command(commands, "grade", cmd_grade, "labkit grade submissions/ --out graded/ --jobs 2")
-    parser.add_argument("submissions", help="a folder with one notebook file or one folder per learner, or a Canvas "
-                                            "or Moodle bulk-download .zip (or its unpacked folder)")
-    parser.add_argument("--out", required=True, metavar="DIR", help="a new folder for grades.csv and the feedback")
+    parser = add_command(commands, "grade", cmd_grade, "labkit grade submissions/ --out graded/ --jobs 2\n  "
+                         "labkit grade --gradescope-autograder autograder.zip --timeout 1200")
+    parser.add_argument("submissions", nargs="?", metavar="SUBMISSIONS",
+                        help="a folder with one notebook file or one folder per learner, or a Canvas "
+                             "or Moodle bulk-download .zip (or its unpacked folder)")
+    parser.add_argument("--out", metavar="DIR", help="a new folder for grades.csv and the feedback (needed with "
+                                                     "SUBMISSIONS)")
+    parser.add_argument("--gradescope-autograder", metavar="OUT.zip",
+                        help="instead of grading here, build Gradescope's autograder zip: it installs the kit's "
+                             "pinned stack and grades each submission against --reference with --parameters, "
+                             "--timeout, --cell-timeout and --max-tasks, one Gradescope test per check")
     parser.add_argument("--roster", metavar="FILE",
                         help="CSV of the class, a column id (or ID, as in Canvas's gradebook export) naming each "
                              "learner, optionally name (or Student): learners who handed in nothing get a row too")
     parser.add_argument("--export", choices=["canvas"],
                         help="also write the learning platform's import file (canvas: DIR/canvas.csv for the "
-                             "gradebook's Import)")
+                             "gradebook's Import, a column per exercise and the total)")
     parser.add_argument("--assignment", default="PS Lab exercises",
-                        help="the gradebook column of --export, as the platform names the assignment (Canvas's "
-                             "own export says 'Name (id)') (default: %(default)s)")
+                        help="the gradebook column of --export that holds the total, as the platform names the "
+                             "assignment (Canvas's own export says 'Name (id)') (default: %(default)s)")
     parser.add_argument("--jobs", type=int, default=1, help="notebooks run at once (default: %(default)s; "
                                                             "each runs a kernel and a small cluster)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per notebook (default: %(default)s)")

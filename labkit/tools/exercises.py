@@ -10,6 +10,10 @@ The exercise notebook is the same notebook (same cells, same cell ids) with ever
 such region replaced by a stub: ``# YOUR CODE HERE`` and a ``raise NotImplementedError``
 in code cells, ``YOUR ANSWER HERE`` in markdown cells. Outputs are never copied.
 
+Its cells carry nbgrader's cell metadata (schema version 3), so that an nbgrader course can import
+the exercises: a code answer is a solution cell; a written answer a manually graded solution cell (1
+point); a check cell (one calling ``checklist.passed``) a locked autograder test worth its checks.
+
 The generator never destroys work it did not write: ``exercises/.generated.json`` records the
 SHA-256 of every file it wrote, and it refuses to replace or remove a file that has changed
 since (someone edited it), unless ``--force``. Learners work on copies in ``work/``
@@ -19,12 +23,15 @@ import argparse
 import copy
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = ["# YOUR CODE HERE", 'raise NotImplementedError("replace this line with your solution")']
 MARKDOWN_STUB = ["YOUR ANSWER HERE"]
+PASSED_CALL = re.compile(r"""checklist\.passed\(\s*["']([^"']+)["']\s*\)""")  # a check cell's call, naming its check
+NBGRADER_SCHEMA_VERSION = 3
 
 
 def strip_solutions(source, cell_type="code", where="a cell"):
@@ -54,12 +61,30 @@ def has_solution(cell):
     return any(line.strip() == BEGIN for line in cell.source.splitlines())
 
 
+def nbgrader_metadata(cell):
+    """nbgrader's metadata for a solution notebook's cell: an answer, a check, or None (neither)."""
+    checks = PASSED_CALL.findall(cell.source) if cell.cell_type == "code" else []
+    if not (has_solution(cell) or checks):
+        return None
+    written = cell.cell_type == "markdown"
+    metadata = {"schema_version": NBGRADER_SCHEMA_VERSION, "solution": not checks, "grade": bool(checks) or written,
+                "locked": bool(checks), "task": False,
+                "grade_id": "check-" + re.sub(r"[^A-Za-z0-9]+", "_", "-".join(checks)).strip("_") if checks
+                else f"answer-{cell.id}"}
+    if metadata["grade"]:
+        metadata["points"] = len(checks) or 1
+    return metadata
+
+
 def exercise_notebook(solution, name="the notebook"):
     """The exercise version of a solution notebook (a new notebook; ``solution`` is unchanged)."""
     exercise = copy.deepcopy(solution)
     for index, cell in enumerate(exercise.cells):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+        nbgrader = nbgrader_metadata(cell)
+        if nbgrader:
+            cell.metadata["nbgrader"] = nbgrader
         if has_solution(cell) or END in cell.source:
             cell.source = strip_solutions(cell.source, cell.cell_type, f"{name}, cell {index} ({cell.get('id')})")
     if not any(has_solution(cell) for cell in solution.cells):

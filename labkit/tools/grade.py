@@ -5,8 +5,8 @@ SUBMISSIONS is a folder, or a Canvas or Moodle bulk-download .zip (unpacked into
 latest notebook is graded, in ``DIR/<learner>/<exercise>/``; the submissions themselves are only read.
 ``DIR/grades.csv`` has one row per learner: per exercise its score (one point per passed check) and
 per check ``passed``, ``failed``, ``not attempted`` or ``not submitted``; each written answer
-``answered`` or ``not attempted`` (for the instructor to read); the total; and notes (a timeout, a
-leftover process, a late or superseded file, a file that is not a notebook). ``DIR/notebooks.csv``
+``answered`` or ``not attempted`` (for the instructor to read); the total; and notes (a timeout, a cell
+stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file that is not a notebook). ``DIR/notebooks.csv``
 has one row per graded notebook (status, score, seconds, why it ended). ``DIR/<learner>/feedback.md``
 gives each failing check's message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's
 gradebook import.
@@ -69,7 +69,6 @@ from labkit.tools import exercises, gradebook, submissions
 
 DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "exercises"
 RUN_MARKER = "LABKIT_GRADE_RUN"  # in the environment of every process a graded notebook starts
-PASSED_CALL = re.compile(r"""checklist\.passed\(\s*["']([^"']+)["']\s*\)""")
 SUMMARY_SOURCE = "checklist.summary()"
 STUB_MESSAGE = "replace this line with your solution"  # a stub's NotImplementedError: not worth a feedback line
 KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")  # of the grader's environment, what a graded run gets
@@ -110,6 +109,12 @@ class Exercise:
         return self.name.split("_")[0]
 
     @property
+    def title(self):
+        """The notebook's heading ("Exercise 1 · A parameter-server cluster by hand"), else its name."""
+        return next((cell.source.splitlines()[0][2:].strip() for cell in self.notebook.cells
+                     if cell.cell_type == "markdown" and cell.source.startswith("# ")), self.name)
+
+    @property
     def columns(self):
         return [f"{self.short}: {check.name}" for check in self.checks] + \
                [f"{self.short}: {title} (written)" for title in self.written.values()]
@@ -135,7 +140,7 @@ def load_exercise(path):
             exercise.parameters_id = cell.id
         if cell.source.strip() == SUMMARY_SOURCE:
             exercise.summary_id = cell.id
-        for name in PASSED_CALL.findall(cell.source):
+        for name in exercises.PASSED_CALL.findall(cell.source):
             covers = since_last_check or (exercise.checks[-1].covers if exercise.checks else [])
             exercise.checks.append(Check(name, cell.id, covers))
             since_last_check = []
@@ -211,7 +216,7 @@ def _graders_version(cell, exercise):
     """A copy of a reference cell; a check cell with labkit's own checks and without its checklist call."""
     cell = copy.deepcopy(cell)
     if cell.id in {check.cell_id for check in exercise.checks}:
-        kept = [line for line in cell.source.splitlines() if not PASSED_CALL.search(line)]
+        kept = [line for line in cell.source.splitlines() if not exercises.PASSED_CALL.search(line)]
         cell.source = "\n".join(["from labkit import checks  # labkit grade: the kit's checks, whatever the notebook did"]
                                  + kept)
     return cell
@@ -239,19 +244,23 @@ class Settings:
     parameters: dict = field(default_factory=dict)
     kernel: str = "pslab"
 
+    def __post_init__(self):
+        if self.timeout <= 0 or self.cell_timeout <= 0 or self.max_tasks < 2:
+            raise ValueError("--timeout and --cell-timeout must be > 0 and --max-tasks >= 2 (a worker and a "
+                             "parameter server).")
+
 
 def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, roster=None,
           export=None, assignment="PS Lab exercises"):
     """Grade every learner's submissions in ``source`` (a folder or a .zip); write grades.csv (one row per
     learner), notebooks.csv (one per notebook), each learner's feedback.md and, with ``export="canvas"``,
-    canvas.csv. Return grades.csv's rows."""
+    canvas.csv. Return grades.csv's rows and notebooks.csv's (these with each check's message in ``messages``)."""
     settings = settings or Settings()
     out_dir = Path(out_dir)
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ValueError(f"{out_dir} is not empty (an earlier grading?): choose a new --out folder.")
-    if jobs < 1 or settings.timeout <= 0 or settings.cell_timeout <= 0 or settings.max_tasks < 2:
-        raise ValueError("--jobs must be >= 1, --timeout and --cell-timeout > 0 and --max-tasks >= 2 "
-                         "(a worker and a parameter server).")
+    if jobs < 1:
+        raise ValueError(f"--jobs {jobs}: it must be at least 1.")
     exercise_list = load_exercises(reference)
     kernel_path = kernel_data_path(settings.kernel)
     folder = submissions.unpack(source, out_dir / UNPACKED)
@@ -277,20 +286,23 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
         list(pool.map(one, chosen))
     rows.sort(key=lambda row: (row["learner"], row["exercise"], row["file"]))
     gradebook.write_notebooks(rows, exercise_list, out_dir / "notebooks.csv")
-    for row in rows:
+    for row in rows:  # a notebook that did not end "ok", or whose run has something to say
         if row["status"] != "ok":
             notes.setdefault(row["learner"], []).append(f"{row['exercise'] or row['file']}: {row['status']}"
                                                         + (f" ({row['detail']})" if row["detail"] else ""))
+        elif row["detail"]:
+            notes.setdefault(row["learner"], []).append(f"{row['exercise']}: {row['detail']}")
     table, columns = gradebook.learner_rows(learners, rows, notes, exercise_list)
     gradebook.write_grades(table, columns, out_dir / "grades.csv")
     for row in table:
         gradebook.write_feedback(_learner_folder(out_dir, row["learner"]) / "feedback.md", learners[row["learner"]],
                                  row, [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
     if export == "canvas":
-        gradebook.write_canvas(table, learners, assignment, out_dir / "canvas.csv")
+        gradebook.write_canvas(table, learners, gradebook.exercises_graded(rows, exercise_list), assignment,
+                               out_dir / "canvas.csv")
     print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
           f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
-    return table
+    return table, rows
 
 
 def kernel_data_path(kernel):
@@ -341,7 +353,7 @@ def grade_submission(submission, submitted, exercise, folder, settings, kernel_p
     began = time.monotonic()
     folder.mkdir(parents=True)
     row = {"learner": submission.learner, "file": submission.original, "exercise": "", "status": "",
-           "score": 0, "max_score": 0, "seconds": 0.0, "detail": ""}
+           "score": 0, "max_score": 0, "seconds": 0.0, "detail": "", "messages": {}}
     if isinstance(exercise, SubmissionError):
         row.update(status=exercise.status, detail=str(exercise))
         return row, _feedback_section(row, None, {}, {})
@@ -363,12 +375,14 @@ def grade_submission(submission, submitted, exercise, folder, settings, kernel_p
     status = "refused" if refusals and result["status"] == "ok" else result["status"]
     if status == "ok" and result["leftovers"]:
         status = "leaked processes"
-    detail = refusals[0]["evalue"] if refusals else result.get("detail", "")
-    if result["leftovers"]:
-        detail = "; ".join(filter(None, [detail, result["leftovers"]]))
+    stopped = [str(error["cell"]) for error in result["cell_errors"] if error.get("stopped")]
+    detail = "; ".join(filter(None, [
+        refusals[0]["evalue"] if refusals else result.get("detail", ""),
+        f"stopped at --cell-timeout ({settings.cell_timeout:g} s): cell {', '.join(stopped)}" if stopped else "",
+        result["leftovers"]]))
     row.update(status=status, detail=detail, score=sum(outcome[0] == "passed" for outcome in outcomes.values()))
     for check in exercise.checks:
-        row[f"{exercise.short}: {check.name}"] = outcomes[check.name][0]
+        row[f"{exercise.short}: {check.name}"], row["messages"][check.name] = outcomes[check.name]
     written = {}
     answers = {cell.get("id"): cell.source for cell in submitted.cells}
     for cell_id, title in exercise.written.items():
@@ -516,7 +530,8 @@ def _feedback_section(row, exercise, outcomes, written, cell_errors=()):
 
 
 # ----- the command (its options: labkit/tools/cli.py's add_grade) -----------------------------
-def run(args):
+def settings_from(args):
+    """The Settings that the command's options ask for."""
     parameters = {}
     if args.parameters:
         try:
@@ -526,6 +541,12 @@ def run(args):
         if not isinstance(parameters, dict) or not all(isinstance(v, dict) for v in parameters.values()):
             raise ValueError(f"--parameters {args.parameters} must map each exercise (e.g. ex3) to "
                              "{parameter: value}.")
-    settings = Settings(args.timeout, args.cell_timeout, args.max_tasks, parameters, args.kernel)
-    return grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, settings,
+    return Settings(args.timeout, args.cell_timeout, args.max_tasks, parameters, args.kernel)
+
+
+def run(args):
+    if not (args.submissions and args.out):
+        raise ValueError("give the SUBMISSIONS to grade and --out DIR (or --gradescope-autograder OUT.zip, "
+                         "to build Gradescope's autograder).")
+    return grade(args.submissions, args.out, args.reference or DEFAULT_REFERENCE, args.jobs, settings_from(args),
                  args.roster, args.export, args.assignment)

@@ -37,11 +37,12 @@ def run_one(plan_path):
                     client.execute_cell(cell, index)
                     outcome = ["passed", ""]
                 except CellExecutionError as error:
-                    if error.ename == "KeyboardInterrupt":  # interrupt_on_timeout's doing
+                    stopped = error.ename == "KeyboardInterrupt"  # interrupt_on_timeout's doing
+                    if stopped:
                         error.evalue = f"the cell ran longer than {plan['cell_timeout']:g} s (--cell-timeout): stopped"
                     outcome = ["failed", f"{error.ename}: {error.evalue}"]
                     result["cell_errors"].append({"cell": index, "check": bool(names), "ename": error.ename,
-                                                  "evalue": error.evalue})
+                                                  "evalue": error.evalue, "stopped": stopped})
                 for name in names:
                     result["checks"][name] = outcome
                 if names or outcome[0] == "failed":

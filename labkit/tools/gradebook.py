@@ -3,6 +3,7 @@ each learner's feedback.md, and the learning platform's import file (``--export 
 import csv
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]  # Canvas's gradebook import
+CANVAS_POINTS = "    Points Possible"  # the Student cell of the row under the header, as Canvas's export spells it
 NOT_SUBMITTED = "not submitted"
 
 
@@ -15,9 +16,14 @@ def write_notebooks(rows, exercise_list, path):
     _write_csv(path, columns, rows)
 
 
+def exercises_graded(rows, exercise_list):
+    """The exercises of which at least one notebook was graded: the columns of grades.csv and canvas.csv."""
+    return [exercise for exercise in exercise_list if any(row["exercise"] == exercise.short for row in rows)]
+
+
 def learner_rows(learners, rows, notes, exercise_list):
     """One row per learner: per exercise its score and checks, the total, and notes (anything to look at)."""
-    used = [exercise for exercise in exercise_list if any(row["exercise"] == exercise.short for row in rows)]
+    used = exercises_graded(rows, exercise_list)
     table = []
     for learner in sorted(learners.values(), key=lambda learner: learner.id):
         graded = {row["exercise"]: row for row in rows if row["learner"] == learner.id and row["exercise"]}
@@ -38,17 +44,21 @@ def write_grades(table, columns, path):
     _write_csv(path, columns, table)
 
 
-def write_canvas(table, learners, assignment, path):
+def write_canvas(table, learners, exercise_list, assignment, path):
     """Canvas's gradebook import: its five identifying columns (from the roster when it is Canvas's own
-    export, else the ids of Canvas's file names), then the assignment's column holding each total."""
-    rows = []
+    export, else the ids of Canvas's file names), a column per exercise (named by its heading) and the total
+    (named ``assignment``), under the header Canvas's Points Possible row: each column's maximum."""
+    columns = CANVAS_COLUMNS + [exercise.title for exercise in exercise_list] + [assignment]
+    points = {"Student": CANVAS_POINTS, assignment: sum(len(exercise.checks) for exercise in exercise_list),
+              **{exercise.title: len(exercise.checks) for exercise in exercise_list}}
+    rows = [points]
     for row in table:
         roster = learners[row["learner"]].roster
         rows.append({**{column: roster.get(column, "") for column in CANVAS_COLUMNS},
                      "Student": roster.get("Student") or row["name"] or row["learner"],
                      "ID": roster.get("ID") or (row["learner"] if row["learner"].isdigit() else ""),
-                     assignment: row["total"]})
-    _write_csv(path, CANVAS_COLUMNS + [assignment], rows)
+                     **{exercise.title: row[exercise.short] for exercise in exercise_list}, assignment: row["total"]})
+    _write_csv(path, columns, rows)
 
 
 def write_feedback(path, learner, row, sections):

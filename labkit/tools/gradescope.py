@@ -1,0 +1,144 @@
+"""``labkit grade --gradescope-autograder OUT.zip``: the kit as a Gradescope autograder.
+
+The zip holds, at its root, Gradescope's two scripts and the kit itself (the package, the exercises it
+grades against, ``pyproject.toml`` with the pinned stack, the Makefile that installs it):
+
+- ``setup.sh`` (run once, as root, when Gradescope builds the image): a supported Python, then
+  ``make install``, the learners' own route to the pinned stack and the pslab kernel;
+- ``run_autograder`` (run per submission): ``python -m labkit.tools.gradescope``, which grades the
+  files in ``ROOT/submission`` as one learner's with ``labkit grade`` and the settings the zip was built
+  with, and writes ``ROOT/results/results.json`` in Gradescope's format: one test per check of every
+  reference exercise (one point when it passes), the total, and the learner's feedback.md as the output.
+
+ROOT is ``/autograder`` on Gradescope; ``LABKIT_AUTOGRADER_ROOT`` names another (to try the autograder
+on this machine).
+"""
+import argparse
+import dataclasses
+import json
+import shutil
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from labkit.tools import grade, gradebook
+
+KIT = Path(__file__).resolve().parents[2]
+KIT_FILES = ("pyproject.toml", "README.md", "Makefile", "scripts/find_python.sh")
+SETTINGS_FILE = "grading.json"  # in the zip: the Settings that `labkit grade` would use
+LEARNER = "submission"  # the learner's id in the grading: Gradescope grades one at a time
+VISIBILITY = "visible"
+EXECUTABLE = 0o100755 << 16  # a zip entry's external attributes: a regular file, rwxr-xr-x
+
+SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, in /autograder/source: a Python the kit supports, then `make install`
+# (the kit's pinned stack from pyproject.toml into .venv, and the pslab kernel).
+set -eu
+cd "$(dirname "$0")"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y make python3-venv
+if ! sh scripts/find_python.sh > /dev/null; then  # Ubuntu 22.04's python3 is 3.10
+    apt-get install -y python3.11 python3.11-venv
+fi
+make install
+"""
+
+RUN = """#!/usr/bin/env bash
+# Gradescope runs this for each submission: grade ROOT/submission, write ROOT/results/results.json.
+# ROOT is /autograder, or LABKIT_AUTOGRADER_ROOT (to try the autograder elsewhere).
+set -eu
+root="${LABKIT_AUTOGRADER_ROOT:-/autograder}"
+cd "$root/source"
+exec .venv/bin/python -m labkit.tools.gradescope "$root"
+"""
+
+
+# ----- building the zip (on the instructor's machine) -------------------------------------------
+def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
+    """Write the autograder zip to ``out``: the scripts, the kit, ``reference``'s exercises and ``settings``."""
+    out, settings = Path(out), settings or grade.Settings()
+    if out.suffix != ".zip":
+        raise ValueError(f"--gradescope-autograder {out}: name a .zip file (Gradescope takes a .zip).")
+    missing = [name for name in KIT_FILES if not (KIT / name).is_file()]
+    if missing:
+        raise ValueError(f"{KIT} is not the kit's folder (no {', '.join(missing)}): build the autograder "
+                         "from the kit's clone, where `make install` ran.")
+    exercise_list = grade.load_exercises(reference)  # a reference that is not exercises fails here, not on Gradescope
+    config = {name: value for name, value in dataclasses.asdict(settings).items() if name != "kernel"}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
+            entry = zipfile.ZipInfo(name, time.localtime()[:6])
+            entry.external_attr = EXECUTABLE
+            archive.writestr(entry, text, zipfile.ZIP_DEFLATED)
+        for name in KIT_FILES:
+            archive.write(KIT / name, name)
+        for path in sorted((KIT / "labkit").rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                archive.write(path, path.relative_to(KIT).as_posix())
+        for exercise in exercise_list:
+            archive.write(Path(reference) / f"{exercise.name}.ipynb", f"exercises/{exercise.name}.ipynb")
+        archive.writestr(SETTINGS_FILE, json.dumps(config, indent=1))
+    print(f"{out}: a Gradescope autograder for {', '.join(exercise.name for exercise in exercise_list)} "
+          f"({sum(len(exercise.checks) for exercise in exercise_list)} checks, one point each). Upload it as "
+          "the assignment's autograder zip, on an Ubuntu base image.")
+    return out
+
+
+# ----- grading one submission (on Gradescope) ------------------------------------------------------
+def results(exercise_list, notebooks, feedback, seconds):
+    """Gradescope's results.json: one test per check of every exercise, the total, ``feedback`` as the output."""
+    graded = {row["exercise"]: row for row in notebooks if row["exercise"]}
+    tests = []
+    for exercise in exercise_list:
+        row = graded.get(exercise.short)
+        for check in exercise.checks:
+            column = f"{exercise.short}: {check.name}"
+            state = row[column] if row else gradebook.NOT_SUBMITTED
+            message = row["messages"][check.name] if row else f"upload {exercise.name}.ipynb to be graded on it"
+            tests.append({"name": column, "score": int(state == "passed"), "max_score": 1,
+                          "status": "passed" if state == "passed" else "failed",
+                          "output": f"{state}: {message}" if message else state, "visibility": VISIBILITY})
+    return {"score": sum(test["score"] for test in tests), "execution_time": round(seconds),
+            "output": feedback, "output_format": "md", "visibility": VISIBILITY, "tests": tests}
+
+
+def run(root):
+    """Grade ``root``/submission as one learner's hand-in; write ``root``/results/results.json."""
+    began = time.monotonic()
+    root = Path(root)
+    source = root / "source"
+    settings = grade.Settings(**json.loads((source / SETTINGS_FILE).read_text()))
+    exercise_list = grade.load_exercises(source / "exercises")
+    with tempfile.TemporaryDirectory(prefix="labkit-gradescope-") as work:
+        handed_in = Path(work) / "submissions" / LEARNER
+        shutil.copytree(root / "submission", handed_in)
+        _, notebooks = grade.grade(handed_in.parent, Path(work) / "graded", source / "exercises", settings=settings)
+        feedback = (Path(work) / "graded" / LEARNER / "feedback.md").read_text()
+    report = results(exercise_list, notebooks, feedback, time.monotonic() - began)
+    (root / "results").mkdir(exist_ok=True)
+    (root / "results" / "results.json").write_text(json.dumps(report, indent=1))
+    print(f"score {report['score']} of {len(report['tests'])}: {root / 'results' / 'results.json'}")
+
+
+# ----- the command (its options: labkit/tools/cli.py's add_grade) -----------------------------------
+def command(args):
+    """``labkit grade --gradescope-autograder OUT.zip``, refusing the options that only grading here takes."""
+    given = [flag for flag, value in (("SUBMISSIONS", args.submissions), ("--out", args.out),
+                                      ("--roster", args.roster), ("--export", args.export)) if value]
+    if given:
+        raise ValueError(f"--gradescope-autograder builds the autograder that Gradescope runs on each submission; "
+                         f"it grades nothing here: leave out {', '.join(given)}.")
+    return build(args.gradescope_autograder, args.reference or grade.DEFAULT_REFERENCE, grade.settings_from(args))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m labkit.tools.gradescope")
+    parser.add_argument("root", help="the autograder's root: /autograder on Gradescope")
+    run(parser.parse_args(argv).root)
+
+
+if __name__ == "__main__":
+    main()
