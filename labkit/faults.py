@@ -127,7 +127,9 @@ class FaultInjector:
     """The recovery driver's ``after_schedule`` hook that applies ``faults`` to ``cluster`` at their step.
 
     A fault waits until one closure per worker is scheduled beyond its step; a kill then lands once
-    the step counter on the PS reaches that step, while the workers run the closures after it.
+    the step counter on the PS reaches that step, while the workers run the closures after it; a
+    restart does not wait for the counter. Each event goes into the timeline at the counter read when
+    it happened, not at the fault's step.
     ``restarted``: task -> the closures each worker had run when the coordinator had reconnected it
     (``job.closures_by_worker``); ``closures_since_restart`` counts what each ran after.
     """
@@ -153,15 +155,15 @@ class FaultInjector:
                 self.cluster.kill(fault.task)
                 report.timeline.add(reached, f"killed {fault.task}")
                 killed_ps_at = reached if fault.task.startswith("ps") else killed_ps_at
-            else:
-                report.timeline.add(fault.step, f"restarting {fault.task}")  # the driver waits while it starts
+            else:  # the driver waits while it starts; the other workers go on
+                report.timeline.add(_step_now(job), f"restarting {fault.task}")
                 self.cluster.restart(fault.task)
                 pid = self.cluster.task(fault.task).pid
                 restarted.append((fault, pid, cpu_seconds(pid)))
-                report.timeline.add(fault.step, f"restarted {fault.task}")
+                report.timeline.add(_step_now(job), f"restarted {fault.task}")
         for fault, pid, cpu_at_restart in restarted:  # the coordinator reconnects once no worker is dead
             if _wait_until_reconnected(pid, cpu_at_restart):
-                report.timeline.add(fault.step, f"the coordinator reconnected {fault.task}")
+                report.timeline.add(_step_now(job), f"the coordinator reconnected {fault.task}")
             self.restarted[fault.task] = job.closures_by_worker.numpy()
         return killed_ps_at
 
@@ -173,13 +175,18 @@ def train_with_faults(cluster, make_job, num_steps, checkpoint_dir, checkpoint_e
                                         after_schedule=FaultInjector(cluster, faults))
 
 
+def _step_now(job):
+    """The step counter on the PS (``optimizer.iterations``): the steps the workers have run so far."""
+    return int(job.optimizer.iterations.numpy())
+
+
 def _wait_for_step(job, step, timeout=120.0):
-    """Poll ``optimizer.iterations`` (on the PS) until it reaches ``step`` or ``timeout`` passes; return it."""
+    """Poll the step counter (``_step_now``) until it reaches ``step`` or ``timeout`` passes; return it."""
     reached = 0
 
     def at_step():
         nonlocal reached
-        reached = int(job.optimizer.iterations.numpy())
+        reached = _step_now(job)
         return reached >= step
 
     with contextlib.suppress(TimeoutError):

@@ -353,7 +353,14 @@ class Run(train.TrainingLog):
 def delay_name(delay, random_delay=False):
     if not delay:
         return "none"
-    return f"random, mean {delay}" if random_delay else f"{delay}"
+    return f"random, configured mean {delay}" if random_delay else f"{delay}"
+
+
+def run_description(rule_name, delay, seed, ssp_bound=None, slowed=None):
+    """A run's progress line: its rule, what else sets it apart (SSP's bound, a slowed worker), delay and seed."""
+    bound = None if ssp_bound is None else f"SSP bound {ssp_bound}"
+    parts = [rule_name, bound, slowed, f"delay {delay}", f"seed {seed}"]
+    return ", ".join(part for part in parts if part)
 
 
 def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0, seed=0,
@@ -366,7 +373,8 @@ def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learn
 def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule=Constant(), learning_rate=0.1,
                            delay=0, num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64,
                            slow_worker=None, slow_ms=0, random_delay=False, ssp_bound=None, max_wait_ms=2000,
-                           optimizer_class=None, train_steps=None, curve_test_images=None, batches=None):
+                           optimizer_class=None, train_steps=None, curve_test_images=None, batches=None,
+                           slowed=None):
     """Train the MNIST MLP with StalenessSGD on the cluster once per seed; evaluate every ``evaluate_every`` steps.
 
     A seed sets the initial weights and the random delays. The runs share one model, optimizer and
@@ -378,7 +386,8 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
     read→update window: a slow input pipeline. ``optimizer_class`` (a StalenessSGD, or a
     subclass) and ``train_steps`` (``make_versioned_train_steps``, or a function like it) let a notebook
     run with its own definitions of the PS update and of the worker's step. ``batches``: a
-    ``train.mnist_batches`` iterator to continue (its own ``slow_worker`` and ``slow_ms`` then apply);
+    ``train.mnist_batches`` iterator to continue (its own ``slow_worker`` and ``slow_ms`` then apply, and
+    ``slowed`` says so in the progress lines, e.g. "worker 0 slowed 20 ms per batch");
     default: a new one shuffled by the first seed, which costs seconds.
     """
     optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_versioned_train_steps
@@ -397,6 +406,7 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
                                  random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seeds[0])
     if batches is None:
         batches = train.mnist_batches(coordinator, data, batch_size, seeds[0], slow_worker=slow_worker, slow_ms=slow_ms)
+        slowed = None if slow_worker is None else f"worker {slow_worker} slowed {slow_ms} ms per batch"
     steps = train_steps(strategy, model, optimizer, steps_per_closure)
     runs = []
     for seed in seeds:
@@ -416,8 +426,8 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
         run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed,
                   ssp_bound=ssp_bound)
         train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
-                  evaluate=evaluate, history=run, description=f"{rule.name}"
-                  f"{'' if ssp_bound is None else f', SSP bound {ssp_bound}'}, delay {run.delay}, seed {seed}")
+                  evaluate=evaluate, history=run,
+                  description=run_description(rule.name, run.delay, seed, ssp_bound, slowed))
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
         run.waited_seconds, run.polls = float(optimizer.waited.numpy()), int(optimizer.polls.numpy())

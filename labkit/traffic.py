@@ -106,3 +106,23 @@ def sent_to_tasks(pid, cluster):
         elif peer:
             sent[peer] += sum(int(value) for name, value in _COUNTER.findall(line) if name == "bytes_acked")
     return sent
+
+
+def connections_between(pids, ports):
+    """Which task has a TCP connection open to which other task's port now: sorted (from, to) task names.
+
+    ``pids`` and ``ports``: task name -> its process id, and -> the port it listens on (tasks on one
+    machine, so a port names a task). Reads each process's own sockets with psutil (no ``ss``); a
+    process that has exited has none.
+    """
+    task_by_port, pairs = {port: task for task, port in ports.items()}, set()
+    for task, pid in pids.items():
+        try:
+            connections = psutil.Process(pid).net_connections(kind="tcp")
+        except psutil.NoSuchProcess:
+            continue
+        for connection in connections:
+            peer = task_by_port.get(connection.raddr.port) if connection.raddr else None
+            if connection.status == psutil.CONN_ESTABLISHED and peer not in (None, task):
+                pairs.add((task, peer))
+    return sorted(pairs)

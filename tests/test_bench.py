@@ -170,3 +170,9 @@ def test_a_baseline_measured_again_keeps_each_measurement_and_pools_its_interval
     row = baseline.row(0.5)
     assert baseline.slots == [first, second] and first > 0 and second > 0
     assert row["intervals"] == 4, "both measurements' timed intervals in one row"
+
+
+def test_the_ps_panel_says_when_it_shows_one_ps_count_only():
+    assert bench.plots.ps_panel_title([1, 2], 2, 10) == "samples/s against parameter servers (2 workers, 10 steps/closure)"
+    lone = bench.plots.ps_panel_title([1], 2, 10)
+    assert lone.startswith("samples/s with 1 parameter server (2 workers") and "the only PS count measured" in lone

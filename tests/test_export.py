@@ -5,10 +5,11 @@ import shlex
 import subprocess
 import sys
 
+import psutil
 import pytest
 
 from labkit.deploy import export
-from labkit.runtime import tfconfig
+from labkit.runtime import loglines, tfconfig
 
 CLUSTER = {"chief": ["10.0.0.9:2222"], "ps": ["10.0.0.1:2222"], "worker": ["10.0.0.2:2222", "10.0.0.2:2223"]}
 FLAGS = ["--chief", "10.0.0.9:2222", "--ps", "10.0.0.1:2222", "--worker", "10.0.0.2:2222", "--worker", "10.0.0.2:2223"]
@@ -99,3 +100,15 @@ def test_an_earlier_export_is_never_mixed_with_a_new_one(tmp_path):
     export.export(CLUSTER, tmp_path)
     with pytest.raises(ValueError, match="is not empty"):
         export.export({**CLUSTER, "worker": ["10.0.0.3:2222"]}, tmp_path)
+
+
+def test_following_the_chief_prints_its_progress_as_text_lines(tmp_path, capsys):
+    """A papermill or saved copy keeps text lines as they were printed; a widget bar would stay frozen there."""
+    log = "".join(loglines.timeline_line(0.1 * step, step, loglines.CHECKPOINT_SAVED) + "\n" for step in (10, 20))
+    (tmp_path / export.LOG_NAME).touch()  # as start_task makes it, before the chief writes a line
+    writes_log = f"import time; time.sleep(0.3); open({export.LOG_NAME!r}, 'w').write({log!r})"
+    chief = psutil.Popen([sys.executable, "-c", writes_log], cwd=tmp_path)
+    looks = []
+    assert export.follow_chief(chief, tmp_path, 20, while_running=lambda: looks.append(chief.is_running())) == log
+    assert capsys.readouterr().out.startswith("chief: training steps: 20/20 steps")
+    assert looks and all(looks), "while_running is called while the chief runs, and only then"

@@ -4,12 +4,14 @@ BackupAndRestore run end to end in notebook 07's smoke copy (tests/smoke, in `ma
 fit_skipped_epochs) assert what these tests asserted before; tests/test_checks.py shows each check
 failing on a wrong outcome. scripts/stress_faults.py repeats the three kills many times.
 """
+import subprocess
+import sys
 import types
 
 import pytest
 
 import labkit  # noqa: F401  (Keras 2 before TensorFlow)
-from labkit import faults
+from labkit import faults, recovery
 from labkit.cluster import Task
 from labkit.runtime import processes
 
@@ -97,3 +99,35 @@ def test_an_error_in_the_watcher_thread_is_raised_when_its_block_ends(sleeper, t
             wait_until_watch_ends(failure)
             if own_error:
                 raise own_error
+
+
+class Restarts:
+    """A cluster whose ``restart`` starts a process that uses some CPU (as a reconnected worker does) and
+    moves the step counter on by ``steps_meanwhile``, as the other workers do while the task starts."""
+
+    def __init__(self, counter, steps_meanwhile):
+        self.counter, self.steps_meanwhile, self.process = counter, steps_meanwhile, None
+
+    def restart(self, name):
+        busy = "import time\nwhile time.process_time() < 0.3: pass\ntime.sleep(60)"
+        self.process = subprocess.Popen([sys.executable, "-c", busy])
+        self.counter.value += self.steps_meanwhile
+
+    def task(self, name):
+        return types.SimpleNamespace(pid=self.process.pid)
+
+
+def test_a_restart_goes_into_the_timeline_at_the_step_counter_read_when_it_happened(sleeper, tmp_path):
+    counter = Counter(Task("ps", 0, 2222, tmp_path / "ps-0.log", sleeper))
+    counter.value = 52  # the workers ran past the fault's step 50 before the injector was called
+    cluster = Restarts(counter, steps_meanwhile=5)
+    job = types.SimpleNamespace(optimizer=types.SimpleNamespace(iterations=counter), num_workers=2,
+                                steps_per_closure=10, closures_by_worker=types.SimpleNamespace(numpy=lambda: [3, 4]))
+    report = types.SimpleNamespace(timeline=recovery.Timeline())
+    try:
+        faults.FaultInjector(cluster, [faults.Fault(50, "worker:1", "restart")])(job, report, 70, more=True)
+    finally:
+        cluster.process.kill()
+        cluster.process.wait()
+    assert [(step, event) for _, step, event in report.timeline.events] == [
+        (52, "restarting worker:1"), (57, "restarted worker:1"), (57, "the coordinator reconnected worker:1")]

@@ -205,6 +205,13 @@ def run_with(taus_by_worker, dropped=0, updates=None):
     return run
 
 
+def test_a_progress_line_names_what_sets_its_run_apart():
+    delay = staleness.delay_name(16, random_delay=True)
+    assert staleness.run_description("plain async", delay, 0) == "plain async, delay random, configured mean 16, seed 0"
+    assert (staleness.run_description("plain async", "none", 1, ssp_bound=2, slowed="worker 0 slowed 20 ms per batch")
+            == "plain async, SSP bound 2, worker 0 slowed 20 ms per batch, delay none, seed 1")
+
+
 def test_tau_quantiles_and_divergence_are_read_from_the_run():
     run = run_with([[50, 30, 15, 5]])
     assert (run.tau_quantile(0.5), run.tau_quantile(0.95), run.max_tau) == (0, 2, 3)

@@ -71,3 +71,22 @@ def test_without_ss_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(RuntimeError, match="install iproute2"):
         traffic.process_traffic([os.getpid()])
+
+
+def test_connections_between_tasks_say_who_connected_to_whose_port():
+    """This process plays "worker:0", connecting to the echo server's port, which plays "ps:0"; without `ss`."""
+    server = subprocess.Popen([sys.executable, "-c", ECHO_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        port = int(server.stdout.readline())
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            pids, ports = {"worker:0": os.getpid(), "ps:0": server.pid}, {"ps:0": port, "worker:0": 1}
+            for _ in range(50):  # the server may not have accepted yet: then it has no connection to list
+                if traffic.connections_between(pids, ports):
+                    break
+                time.sleep(0.02)
+            assert traffic.connections_between(pids, ports) == [("worker:0", "ps:0")]  # the server's end: not to a task
+    finally:
+        server.kill()
+        server.wait()
+    assert traffic.connections_between(pids, ports) == []  # the connection closed, the server exited

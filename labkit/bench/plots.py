@@ -52,12 +52,14 @@ def plot(rows, path, base):
 
     axis = axes[1, 0]
     top = max(closure_sizes)
+    by_ps = [r for r in custom if (r["workers"], r["batch_size"], r["steps_per_closure"]) == (workers, batch, top)]
+    ps_counts = sorted({r["ps"] for r in by_ps})
     for model in models:
-        errorbars(axis, [r for r in custom if r["model"] == model and r["workers"] == workers and
-                         r["batch_size"] == batch and r["steps_per_closure"] == top], "ps", model)
-    axis.set(title=f"samples/s against parameter servers ({workers} workers, {top} steps/closure)",
-             xlabel="parameter servers", ylabel="samples/s", yscale="log")
-    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+        errorbars(axis, [r for r in by_ps if r["model"] == model], "ps", model)
+    axis.set(title=ps_panel_title(ps_counts, workers, top), xlabel="parameter servers", ylabel="samples/s",
+             yscale="log")
+    if ps_counts:  # a tick at each PS count measured, even for a lone point
+        axis.set(xticks=ps_counts, xlim=(ps_counts[0] - 0.5, ps_counts[-1] + 0.5))
     axis.legend(fontsize=8)
 
     axis = axes[1, 1]
@@ -74,6 +76,15 @@ def plot(rows, path, base):
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     return figure
+
+
+def ps_panel_title(ps_counts, workers, steps_per_closure):
+    """The PS panel's title; with one PS count measured it says that each model is a lone point."""
+    shape = f"{workers} workers, {steps_per_closure} steps/closure"
+    if len(ps_counts) != 1:
+        return f"samples/s against parameter servers ({shape})"
+    servers = f"{ps_counts[0]} parameter server" + ("s" if ps_counts[0] > 1 else "")
+    return f"samples/s with {servers} ({shape}):\nthe only PS count measured, one point per model"
 
 
 def plot_predictions(predicted, goal=0.25):

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import yaml
-from tqdm.auto import tqdm
 
+from labkit.progress import ProgressLines
 from labkit.runtime import children, loglines, processes, tfconfig
 
 # Both directories on storage the hosts share: the chief writes the training shards into data/
@@ -140,23 +140,28 @@ def wait_until_serving(process, directory, timeout=90.0):
                                  timeout=timeout)
 
 
-def follow_chief(process, directory, num_steps, timeout=600.0):
+def follow_chief(process, directory, num_steps, timeout=600.0, while_running=None):
     """Wait for the chief started from ``directory`` to finish; return its log.
 
-    Shows its progress from the "checkpoint saved" lines it logs. Ctrl-C, the timeout or
-    a failed chief stop it and raise.
+    Prints its progress from the "checkpoint saved" lines it logs, as text lines (``ProgressLines``:
+    a saved notebook keeps them as they were), and calls ``while_running()`` (if given) at each look
+    while the chief runs. Ctrl-C, the timeout or a failed chief stop it and raise.
     """
     log = Path(directory) / LOG_NAME
-    try:
-        with tqdm(total=num_steps, desc="chief: training steps") as progress:
-            def finished():
-                exited = process.poll() is not None
-                saved = loglines.steps_with(loglines.CHECKPOINT_SAVED, log.read_text(errors="replace"))
-                progress.update(int(saved[-1]) - progress.n if saved else 0)
-                return exited
+    progress = ProgressLines(num_steps, "chief: training steps")
 
-            processes.wait_until(finished, timeout, "the chief to finish", interval=0.5, error=lambda message: (
-                TimeoutError(f"{message}, so it was stopped. Its log:\n{log_tail(directory)}")))
+    def finished():
+        exited = process.poll() is not None
+        if while_running and not exited:
+            while_running()
+        saved = loglines.steps_with(loglines.CHECKPOINT_SAVED, log.read_text(errors="replace"))
+        if saved:
+            progress.line(int(saved[-1]))
+        return exited
+
+    try:
+        processes.wait_until(finished, timeout, "the chief to finish", interval=0.5, error=lambda message: (
+            TimeoutError(f"{message}, so it was stopped. Its log:\n{log_tail(directory)}")))
     finally:
         processes.stop([process])
     if process.returncode != 0:
