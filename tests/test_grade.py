@@ -15,6 +15,7 @@ import nbformat
 import psutil
 import pytest
 
+from labkit.runtime import isolation
 from labkit.tools import cli, grade, gradescope
 from support import is_running
 from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
@@ -314,6 +315,8 @@ def test_grading_a_class(tmp_path, monkeypatch):
 
     seen = json.loads((out / "fay" / "ex1" / "environment.json").read_text())
     assert "PSLAB_INSTRUCTOR_TOKEN" not in seen and seen["PATH"] == os.environ["PATH"]
+    if isolation.why_not_isolated() is None:  # no network beyond its own loopback, where Linux allows it
+        assert seen["LABKIT_NETWORK"] == isolation.ISOLATED
     assert seen["HOME"] == str(out / "fay" / "ex1" / "home") and seen["TMPDIR"] == str(out / "fay" / "ex1" / "tmp")
     detached = int((out / "fay" / "ex1" / "detached.pid").read_text())
     assert f"left running, killed: sleep 1000 ({detached})" in learners["fay"]["notes"] and not is_running(detached)

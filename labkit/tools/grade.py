@@ -28,7 +28,8 @@ How the grader decides, and what it trusts:
   Read the executed notebook (``executed.ipynb``) of a score that surprises you.
 
 Every notebook runs in its own worker process (``python -m labkit.tools.grade_worker``, started with
-``labkit.runtime.children`` in its own session), with its own kernel, and a clean environment: none of
+``labkit.runtime.children`` in its own session), with its own kernel (isolated from the network where
+the system allows it: ``labkit.runtime.isolation``), and a clean environment: none of
 the grader's variables but PATH, LANG, LANGUAGE, TZ, TERM, LC_* and LABKIT_*; its own HOME (with a copy
 of Keras's cached MNIST), temporary folder, ``LABKIT_STATE_DIR`` and ``LABKIT_ARRAY_DIR``; and
 ``LABKIT_OFFLINE=1``. Its clusters pick free ports as always. Each cell has ``--cell-timeout``
