@@ -358,11 +358,11 @@ def running_clusters():
     found = []
     for path in sorted(state_dir().glob("*.json")):
         state = json.loads(path.read_text())
-        if not psutil.pid_exists(state["owner_pid"]):
+        if not processes.running(state["owner_pid"]):
             path.unlink(missing_ok=True)
             continue
         for task in state["tasks"]:
-            task["alive"] = task["pid"] is not None and psutil.pid_exists(task["pid"])
+            task["alive"] = task["pid"] is not None and processes.running(task["pid"])
         found.append(state)
     return found
 

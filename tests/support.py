@@ -37,9 +37,9 @@ def started_by_this_run(process):
 def processes_running(marker):
     """Live processes started by this test run whose command line has an argument ending in ``marker``."""
     found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
+    for process in psutil.process_iter(["cmdline"]):
         cmdline = process.info["cmdline"] or []
-        if (any(part.endswith(marker) for part in cmdline) and process.info["status"] != psutil.STATUS_ZOMBIE
+        if (any(part.endswith(marker) for part in cmdline) and processes.running(process.pid)
                 and started_by_this_run(process)):
             found.append(process)
     return found
