@@ -4,9 +4,9 @@ Import it as ``import support`` / ``from support import ...``, never as ``tests.
 a second import would run this file again and give the run a second mark, and the
 orphan check would then look for the wrong one.
 """
+import contextlib
 import os
 import signal
-import time
 import uuid
 
 import psutil
@@ -72,13 +72,13 @@ def is_running(pid):
 
 
 def wait_until_gone(pids, timeout=15.0):
-    """Wait for every pid to exit; return the ones still alive after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if is_running(pid)]
-        time.sleep(0.1)
-    return alive
+    """Wait for every pid to exit; return the ones still running after `timeout` seconds."""
+    def still_running():
+        return [pid for pid in pids if is_running(pid)]
+
+    with contextlib.suppress(TimeoutError):
+        processes.wait_until(lambda: not still_running(), timeout, "the processes to exit")
+    return still_running()
 
 
 def created_network(hosts, **kwargs):
