@@ -9,7 +9,6 @@ stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
 with the same name starts. ``labkit.runtime.processes`` starts, waits for and stops them.
 """
-import contextlib
 import html
 import json
 import os
@@ -374,16 +373,7 @@ def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
     each had been killed. Returns the names of the tasks that were still running.
     """
     running = {task["task"]: psutil.Process(task["pid"]) for task in state["tasks"] if _serving_task(task["pid"])}
-    for send in ("terminate", "kill"):
-        for process in running.values():
-            with contextlib.suppress(psutil.Error):
-                getattr(process, send)()
-        try:  # a stopped task stays a zombie until its owner reaps it: that counts as stopped
-            processes.wait_until(lambda: not any(_serving_task(p.pid) for p in running.values()),
-                                 grace_seconds, "the tasks to exit")
-            break
-        except TimeoutError:
-            continue
+    processes.stop_others(list(running.values()), grace_seconds)
     state_path(state["name"], state["owner_pid"]).unlink(missing_ok=True)
     return list(running)
 

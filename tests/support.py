@@ -4,7 +4,6 @@ Import it as ``import support`` / ``from support import ...``, never as ``tests.
 a second import would run this file again and give the run a second mark, and the
 orphan check would then look for the wrong one.
 """
-import contextlib
 import os
 import signal
 import uuid
@@ -73,12 +72,7 @@ def is_running(pid):
 
 def wait_until_gone(pids, timeout=15.0):
     """Wait for every pid to exit; return the ones still running after `timeout` seconds."""
-    def still_running():
-        return [pid for pid in pids if is_running(pid)]
-
-    with contextlib.suppress(TimeoutError):
-        processes.wait_until(lambda: not still_running(), timeout, "the processes to exit")
-    return still_running()
+    return processes.wait_until_gone(pids, timeout)
 
 
 def created_network(hosts, **kwargs):
