@@ -317,7 +317,7 @@ class LocalCluster:
                       for task_type, index in tasks]
 
     def _launch(self, task):
-        task.process = children.start_program("labkit.runtime.server", tf_config=self.tf_config(task.name),
+        task.process = children.start_program(processes.SERVER_MODULE, tf_config=self.tf_config(task.name),
                                               log_path=task.log_path)
         task.started_at = time.monotonic()
 
@@ -381,7 +381,7 @@ def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
 def _serving_task(pid):
     """True if ``pid`` is a running (not zombie) ``labkit.runtime.server`` task, not another program that got the pid."""
     try:
-        return bool(pid) and processes.running(pid) and "labkit.runtime.server" in psutil.Process(pid).cmdline()
+        return bool(pid) and processes.running(pid) and processes.SERVER_MODULE in psutil.Process(pid).cmdline()
     except psutil.Error:
         return False
 

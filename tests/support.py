@@ -47,7 +47,7 @@ def processes_running(marker):
 def task_processes():
     """Live `python -m labkit.runtime.server` and `python -m labkit.allreduce` (all-reduce worker) processes
     started by this test run."""
-    return processes_running("labkit.runtime.server") + processes_running("labkit.allreduce")
+    return processes_running(processes.SERVER_MODULE) + processes_running("labkit.allreduce")
 
 
 def default_ctrl_c():

@@ -377,7 +377,7 @@ def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():
     tf_config = {"cluster": {"ps": [f"localhost:{port}"], "worker": ["localhost:1"]},
                  "task": {"type": "ps", "index": 0}}
     env = {key: value for key, value in os.environ.items() if key != "LABKIT_EXIT_WITH_PARENT"}
-    server = subprocess.Popen([sys.executable, "-m", "labkit.runtime.server"], stdin=subprocess.DEVNULL,
+    server = subprocess.Popen([sys.executable, "-m", processes.SERVER_MODULE], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env={**env, "TF_CONFIG": json.dumps(tf_config)})
     try:

@@ -30,6 +30,8 @@ import psutil
 
 from labkit.runtime import loglines
 
+# The module that runs one ps or worker task: `python -m labkit.runtime.server`.
+SERVER_MODULE = "labkit.runtime.server"
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 TAIL_BLOCK_BYTES = 8192
@@ -301,6 +303,6 @@ def _stop_everything_left():
     stop([owner for owner in owners if isinstance(owner, Process)])
 
 
-__all__ = ["EXIT_PORT_IN_USE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
+__all__ = ["EXIT_PORT_IN_USE", "SERVER_MODULE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
            "serving", "listening", "accepts_connections", "port_is_free", "stop", "stop_others", "wait_until_gone",
            "log_tail", "stop_at_exit"]
