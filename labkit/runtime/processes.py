@@ -240,7 +240,7 @@ def _terminate_then_kill(processes, grace_seconds, wait, kill_grace_seconds):
 
 
 def _reap(children, timeout):
-    """Wait for ``children`` to exit and reap them; those still running after ``timeout`` s (None: none)."""
+    """Wait for ``children`` to exit and reap them; return those still running after ``timeout`` s (None: no limit)."""
     return psutil.wait_procs(children, timeout=timeout)[1]
 
 
