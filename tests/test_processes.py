@@ -121,7 +121,9 @@ def test_stop_others_stops_another_owners_processes_and_counts_their_zombies_as_
     owner = subprocess.Popen([PYTHON, "-c", OTHER_OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     suspended, stubborn = map(int, owner.stdout.readline().split())
     os.kill(suspended, signal.SIGSTOP)
-    left = processes.stop_others([psutil.Process(pid) for pid in (suspended, stubborn)], grace_seconds=1)
+    # A long grace for the suspended one: it returns as soon as that one exits (or waits the grace out).
+    assert processes.stop_others([psutil.Process(suspended)], grace_seconds=30) == []
+    left = processes.stop_others([psutil.Process(stubborn)], grace_seconds=0.5)
     assert left == [], "a zombie its owner has not reaped yet counts as stopped"
     owner.stdin.close()
     assert owner.stdout.readline().split() == ["7", str(-signal.SIGKILL)], "SIGTERM (after SIGCONT), then SIGKILL"
