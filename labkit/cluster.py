@@ -9,7 +9,6 @@ stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
 with the same name starts. ``labkit.runtime.processes`` starts, waits for and stops them.
 """
-import contextlib
 import functools
 import html
 import json
@@ -321,7 +320,7 @@ class LocalCluster:
                       for task_type, index in tasks]
 
     def _launch(self, task):
-        task.process = children.start_program("labkit.runtime.server", tf_config=self.tf_config(task.name),
+        task.process = children.start_program(processes.SERVER_MODULE, tf_config=self.tf_config(task.name),
                                               log_path=task.log_path)
         task.started_at = time.monotonic()
 
@@ -371,11 +370,11 @@ def running_clusters():
     found = []
     for path in sorted(state_dir().glob("*.json")):
         state = json.loads(path.read_text())
-        if not psutil.pid_exists(state["owner_pid"]):
+        if not processes.running(state["owner_pid"]):
             path.unlink(missing_ok=True)
             continue
         for task in state["tasks"]:
-            task["alive"] = task["pid"] is not None and psutil.pid_exists(task["pid"])
+            task["alive"] = task["pid"] is not None and processes.running(task["pid"])
         found.append(state)
     return found
 
@@ -387,16 +386,7 @@ def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
     each had been killed. Returns the names of the tasks that were still running.
     """
     running = {task["task"]: psutil.Process(task["pid"]) for task in state["tasks"] if _serving_task(task["pid"])}
-    for send in ("terminate", "kill"):
-        for process in running.values():
-            with contextlib.suppress(psutil.Error):
-                getattr(process, send)()
-        try:  # a stopped task stays a zombie until its owner reaps it: that counts as stopped
-            processes.wait_until(lambda: not any(_serving_task(p.pid) for p in running.values()),
-                                 grace_seconds, "the tasks to exit")
-            break
-        except TimeoutError:
-            continue
+    processes.stop_others(list(running.values()), grace_seconds)
     state_path(state["name"], state["owner_pid"]).unlink(missing_ok=True)
     return list(running)
 
@@ -404,7 +394,7 @@ def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
 def _serving_task(pid):
     """True if ``pid`` is a running (not zombie) ``labkit.runtime.server`` task, not another program that got the pid."""
     try:
-        return bool(pid) and processes.running(pid) and "labkit.runtime.server" in psutil.Process(pid).cmdline()
+        return bool(pid) and processes.running(pid) and processes.SERVER_MODULE in psutil.Process(pid).cmdline()
     except psutil.Error:
         return False
 

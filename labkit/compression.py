@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import tensorflow as tf
 
-from labkit import models, traffic, train, verdict
+from labkit import models, traffic, train
 from labkit.meter import Meter
 
 
@@ -488,8 +488,8 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
                   measured=meter.bytes / timed_steps if meter.bytes else None, **vars(history))
 
 
-def accuracy_spread(runs):
-    """The final test accuracies of ``runs`` (one per seed): their mean, lowest and highest."""
+def accuracy_mean_and_range(runs):
+    """The final test accuracies of ``runs`` (one per seed): their mean, and their spread: lowest and highest."""
     accuracies = [r.final_accuracy for r in runs]
     return float(np.mean(accuracies)), min(accuracies), max(accuracies)
 
@@ -505,13 +505,6 @@ def mean_difference(runs, others):
         return values.var(ddof=1) / len(values) if len(values) > 1 else 0.0
     mine, theirs = accuracies(runs), accuracies(others)
     return float(mine.mean() - theirs.mean()), float(np.sqrt(variance_of_mean(mine) + variance_of_mean(theirs)))
-
-
-def outside_spread(runs, others):
-    """+1 if every one of ``runs`` is more accurate than every one of ``others``, -1 if every one is
-    less accurate, 0 if their seeds' ranges overlap (no winner): ``labkit.verdict`` on final accuracies."""
-    found = verdict.verdict([r.final_accuracy for r in runs], [r.final_accuracy for r in others])
-    return {verdict.WINS: 1, verdict.LOSES: -1, verdict.CANNOT_TELL: 0}[found]
 
 
 def format_results(results, baseline=None):

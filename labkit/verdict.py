@@ -1,7 +1,8 @@
 """Which of two groups of seeds did better: a verdict that every seed allows.
 
-A treatment *wins* only if its worst seed did better than the control's best, *loses* if its best
-did worse than the control's worst; where the two ranges overlap the run cannot tell. A diverged
+A group's spread is its range, from its lowest value to its highest. A treatment *wins* only if its
+worst seed did better than the control's best, *loses* if its best did worse than the control's worst:
+the winner is outside the other's spread. Where the two spreads overlap the run cannot tell. A diverged
 seed (NaN) has no accuracy to rank: report the divergence instead.
 """
 import math

@@ -6,7 +6,6 @@ orphan check would then look for the wrong one.
 """
 import os
 import signal
-import time
 import uuid
 
 import psutil
@@ -37,9 +36,9 @@ def started_by_this_run(process):
 def processes_running(marker):
     """Live processes started by this test run whose command line has an argument ending in ``marker``."""
     found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
+    for process in psutil.process_iter(["cmdline"]):
         cmdline = process.info["cmdline"] or []
-        if (any(part.endswith(marker) for part in cmdline) and process.info["status"] != psutil.STATUS_ZOMBIE
+        if (any(part.endswith(marker) for part in cmdline) and processes.running(process.pid)
                 and started_by_this_run(process)):
             found.append(process)
     return found
@@ -48,7 +47,7 @@ def processes_running(marker):
 def task_processes():
     """Live `python -m labkit.runtime.server` and `python -m labkit.allreduce` (all-reduce worker) processes
     started by this test run."""
-    return processes_running("labkit.runtime.server") + processes_running("labkit.allreduce")
+    return processes_running(processes.SERVER_MODULE) + processes_running("labkit.allreduce")
 
 
 def default_ctrl_c():
@@ -72,13 +71,8 @@ def is_running(pid):
 
 
 def wait_until_gone(pids, timeout=15.0):
-    """Wait for every pid to exit; return the ones still alive after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if is_running(pid)]
-        time.sleep(0.1)
-    return alive
+    """Wait for every pid to exit; return the ones still running after `timeout` seconds."""
+    return processes.wait_until_gone(pids, timeout)
 
 
 def created_network(hosts, **kwargs):

@@ -56,11 +56,11 @@ def test_ex4_differences_beyond_the_spread_are_those_whose_timings_do_not_overla
         checks.beyond_spread(answer, times)
 
 
-def test_ex4_spreads_must_come_from_the_timings():
+def test_ex4_relative_spreads_must_come_from_the_timings():
     right = {1: (2.2 - 2.0) / 2.1, 2: (1.5 - 1.2) / 1.4}
-    checks.spread_is_range_over_median(right, RIGHT_TIMES)
+    checks.relative_spread_is_range_over_median(right, RIGHT_TIMES)
     with pytest.raises(AssertionError, match="give \\(max - min\\) / median"):
-        checks.spread_is_range_over_median({1: right[1], 2: 0.3}, RIGHT_TIMES)
+        checks.relative_spread_is_range_over_median({1: right[1], 2: 0.3}, RIGHT_TIMES)
 
 
 @pytest.mark.parametrize("make_axis, message", [

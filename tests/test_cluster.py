@@ -19,7 +19,7 @@ import pytest
 
 from labkit import cluster as cluster_module
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
-from labkit.runtime import loglines
+from labkit.runtime import loglines, processes
 from labkit.runtime.processes import EXIT_PORT_IN_USE, cpu_seconds
 from support import default_ctrl_c, is_running, signal_state, wait_until_gone
 
@@ -240,6 +240,22 @@ def test_the_state_file_is_never_seen_half_written():
     cluster.stop()
 
 
+def test_status_shows_a_killed_task_its_owner_has_not_reaped_as_dead(tmp_path, monkeypatch):
+    """Until its owner reaps it, a killed task is a zombie: its pid still exists, but it runs no more."""
+    monkeypatch.setenv("LABKIT_STATE_DIR", str(tmp_path))
+    task = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    task.kill()
+    processes.wait_until(lambda: psutil.Process(task.pid).status() == psutil.STATUS_ZOMBIE, 10,
+                         "the killed task to become a zombie")
+    cluster_module.state_path("test-zombie", os.getpid()).write_text(json.dumps(
+        {"name": "test-zombie", "owner_pid": os.getpid(), "tasks": [{"task": "worker:0", "pid": task.pid}]}))
+    try:
+        [state] = cluster_module.running_clusters()
+        assert state["tasks"][0]["alive"] is False
+    finally:
+        task.wait()
+
+
 def test_a_task_that_dies_while_starting_raises_with_its_log(monkeypatch):
     broken = lambda self, task="chief:0": {"cluster": self.cluster_spec, "task": {"type": "worker", "index": 5}}
     monkeypatch.setattr(LocalCluster, "tf_config", broken)
@@ -361,7 +377,7 @@ def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():
     tf_config = {"cluster": {"ps": [f"localhost:{port}"], "worker": ["localhost:1"]},
                  "task": {"type": "ps", "index": 0}}
     env = {key: value for key, value in os.environ.items() if key != "LABKIT_EXIT_WITH_PARENT"}
-    server = subprocess.Popen([sys.executable, "-m", "labkit.runtime.server"], stdin=subprocess.DEVNULL,
+    server = subprocess.Popen([sys.executable, "-m", processes.SERVER_MODULE], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               env={**env, "TF_CONFIG": json.dumps(tf_config)})
     try:

@@ -106,7 +106,7 @@ for name, process in processes.items():
     "ex4_performance_analysis.ipynb": [
         WrongAnswer("seconds_by_workers = {num_workers: time_training", """
 seconds_by_workers = {num_workers: [1.5] * repeats for num_workers in worker_counts}
-spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
+relative_spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
 """, "checks.timed_every_worker_count(", "do not copy one timing"),
         WrongAnswer("def time_training", """
     return [1.0 + repeat / 10 for repeat in range(repeats)]  # made-up timings, no cluster

@@ -26,3 +26,12 @@ def test_the_coordinators_shard_line_is_read_back():
     text = "\n".join(["loading MNIST", loglines.shards_line(2, "/data/0a1b-2-shards"), loglines.finished_line(300, 0.9)])
     assert loglines.shard_count(text) == 2
     assert loglines.shard_count(loglines.finished_line(300, 0.9)) is None  # arrays shipped: no shard line
+
+
+def test_the_fit_routes_epoch_lines_are_found_by_their_event():
+    lines = ["loading MNIST", loglines.epoch_started_line(3), loglines.epoch_finished_line(3, 0.51234),
+             loglines.epoch_started_line(4), loglines.fit_finished_line(0.9)]
+    assert loglines.epochs_with(loglines.EPOCH_STARTED, lines) == [3, 4]
+    assert loglines.epochs_with(loglines.EPOCH_FINISHED, lines) == [3]
+    assert loglines.epoch_event(3, loglines.EPOCH_FINISHED) in lines[2]
+    assert loglines.FIT_FINISHED in lines[-1] and loglines.FINISHED not in lines[-1]

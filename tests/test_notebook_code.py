@@ -35,7 +35,7 @@ COPIES = [
         staleness.AdaptiveDelayCompensated)],
     ("07_fault_tolerance.ipynb", "train_with_recovery", recovery.train_with_recovery),
     ("08_performance_analysis.ipynb", "Meter", meter.Meter),
-    ("08_performance_analysis.ipynb", "spread", stats.spread),
+    ("08_performance_analysis.ipynb", "five_number_summary", stats.five_number_summary),
     ("08_performance_analysis.ipynb", "run_custom", measure.run_custom),
     ("08_performance_analysis.ipynb", "predict", costmodel.predict),
     ("10_ps_vs_allreduce.ipynb", "all_reduce_worker", allreduce.all_reduce_worker),
@@ -83,6 +83,7 @@ def test_a_method_is_compared_with_the_method(tmp_path, monkeypatch):
 
 
 def test_a_changed_copy_is_told_apart():
-    original = definitions(inspect.getsource(stats.spread))["spread"]
-    changed = definitions(inspect.getsource(stats.spread).replace("[25, 50, 75]", "[10, 50, 90]"))["spread"]
+    source = inspect.getsource(stats.five_number_summary)
+    original = definitions(source)["five_number_summary"]
+    changed = definitions(source.replace("[25, 50, 75]", "[10, 50, 90]"))["five_number_summary"]
     assert same_code(original, original) and not same_code(original, changed)

@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from labkit.runtime import processes
 import support
 
 TESTS = Path(__file__).resolve().parent
@@ -31,7 +32,7 @@ START_SERVER = textwrap.dedent("""
     def start_server():
         ps, worker = (f"localhost:{portpicker.pick_unused_port()}" for _ in range(2))
         config = {"cluster": {"ps": [ps], "worker": [worker]}, "task": {"type": "ps", "index": 0}}
-        return subprocess.Popen([sys.executable, "-m", "labkit.runtime.server"], stdin=subprocess.DEVNULL,
+        return subprocess.Popen([sys.executable, "-m", processes.SERVER_MODULE], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                                 env=dict(os.environ, TF_CONFIG=json.dumps(config)))
 """)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import psutil
 import pytest
 
 from labkit.runtime import loglines, processes
@@ -99,6 +100,34 @@ def test_stop_ends_a_suspended_process_at_once_not_after_the_grace_period(tmp_pa
     os.kill(suspended.pid, signal.SIGSTOP)  # as Ctrl-Z does, or a machine too busy to schedule it
     processes.stop([suspended], grace_seconds=30)
     assert suspended.returncode == 7, "it waited out the grace period and was killed"
+
+
+HANDLES_SIGTERM = ("import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(7)); "
+                   "print('ready', flush=True); time.sleep(60)")
+# Another owner: starts a process that exits 7 on SIGTERM and one that ignores it, prints their pids once
+# both are ready, and reaps them (printing their exit codes) only once its stdin closes.
+OTHER_OWNER = textwrap.dedent(f"""
+    import subprocess, sys
+    owned = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+             for code in ({HANDLES_SIGTERM!r}, {IGNORES_SIGTERM!r})]
+    assert [p.stdout.readline().strip() for p in owned] == ["ready", "ready"]
+    print(*(p.pid for p in owned), flush=True)
+    sys.stdin.read()
+    print(*(p.wait() for p in owned), flush=True)
+""")
+
+
+def test_stop_others_stops_another_owners_processes_and_counts_their_zombies_as_stopped():
+    owner = subprocess.Popen([PYTHON, "-c", OTHER_OWNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    suspended, stubborn = map(int, owner.stdout.readline().split())
+    os.kill(suspended, signal.SIGSTOP)
+    # A long grace for the suspended one: it returns as soon as that one exits (or waits the grace out).
+    assert processes.stop_others([psutil.Process(suspended)], grace_seconds=30) == []
+    left = processes.stop_others([psutil.Process(stubborn)], grace_seconds=0.5)
+    assert left == [], "a zombie its owner has not reaped yet counts as stopped"
+    owner.stdin.close()
+    assert owner.stdout.readline().split() == ["7", str(-signal.SIGKILL)], "SIGTERM (after SIGCONT), then SIGKILL"
+    owner.wait()
 
 
 EXITING_OWNER = textwrap.dedent("""

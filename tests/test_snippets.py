@@ -2,10 +2,10 @@
 import subprocess
 import sys
 import textwrap
-import time
 
 import psutil
 
+from labkit.runtime.processes import wait_until
 from labkit.tools import snippets
 from support import wait_until_gone
 
@@ -40,10 +40,7 @@ def test_a_snippet_dies_with_the_process_that_runs_it():
         from labkit.tools import snippets
         snippets.run_program("import time\\ntime.sleep(120)", {}, timeout=120)
     """)])
-    deadline = time.monotonic() + 30
-    while not psutil.Process(caller.pid).children() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    [snippet] = psutil.Process(caller.pid).children()
+    [snippet] = wait_until(psutil.Process(caller.pid).children, 30, "the snippet's process to start")
     caller.kill()
     caller.wait()
     assert wait_until_gone([snippet.pid], timeout=10) == []

@@ -1,10 +1,10 @@
 """The cluster dashboard's state on a real cluster of processes, without a browser."""
 import html
-import time
 
 import pytest
 
 import labkit
+from labkit.runtime.processes import wait_until
 from labkit.train import TrainingLog
 from labkit.widgets import ALIVE, DEAD, ClusterDashboard
 from support import is_running
@@ -30,13 +30,6 @@ def state(dashboard, task):
     return {ALIVE: "alive", DEAD: "dead"}[dashboard.cells[task]["state"].value]
 
 
-def wait_for(condition, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return condition()
-
-
 def test_every_row_shows_a_live_task_process(cluster, dashboard):
     dashboard.refresh()
     for task in cluster.tasks:
@@ -51,7 +44,7 @@ def test_every_row_shows_a_live_task_process(cluster, dashboard):
 def test_a_kill_shows_dead_and_the_buttons_restart_and_kill(cluster, dashboard):
     old_pid = cluster.task("worker:0").pid
     cluster.kill("worker:0")
-    assert wait_for(lambda: state(dashboard, "worker:0") == "dead"), "the refresh thread should see the kill"
+    wait_until(lambda: state(dashboard, "worker:0") == "dead", 5, "the refresh thread to see the kill")
     assert dashboard.cells["worker:0"]["memory"].value == "&ndash;"
 
     dashboard.buttons["worker:0"]["restart"].click()
@@ -92,5 +85,5 @@ def test_close_stops_the_refresh_thread(cluster, dashboard):
 def test_refreshing_stops_when_the_cluster_stops(cluster, dashboard):
     assert dashboard.refreshing
     cluster.stop()
-    assert wait_for(lambda: not dashboard.refreshing), "the thread should end with the cluster"
+    wait_until(lambda: not dashboard.refreshing, 5, "the refresh thread to end with the cluster")
     assert all(state(dashboard, task.name) == "dead" for task in cluster.tasks)

@@ -35,7 +35,7 @@ def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out
 
     from labkit.bench.measure import run_custom
     from labkit.bench.points import interval_steps
-    from labkit.bench.stats import spread
+    from labkit.bench.stats import five_number_summary
     from labkit.bench.workloads import Data, workload
     from labkit.meter import Meter
 
@@ -46,7 +46,7 @@ def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out
     steps = interval_steps(Point(MODEL, "custom", workers, 1, steps_per_closure, batch_size), min_steps)
     meter = Meter({"coordinator": os.getpid()})
     run_custom(work, meter, steps, repeats, steps_per_closure, strategy, coordinator)
-    result = {"steps_per_s": spread([steps / s for s in meter.seconds]), "interval_steps": steps}
+    result = {"steps_per_s": five_number_summary([steps / s for s in meter.seconds]), "interval_steps": steps}
     Path(out_path).write_text(json.dumps(result))
 
 

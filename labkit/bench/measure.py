@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from labkit import traffic
 from labkit.bench.points import interval_steps
-from labkit.bench.stats import spread
+from labkit.bench.stats import five_number_summary
 from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
 from labkit.meter import Meter
@@ -65,7 +65,7 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     from labkit.models import model_bytes  # TensorFlow: imported here, so that `labkit --help` starts fast
     from labkit.train import first_reaching
 
-    steps_per_s = spread([steps / s for s in meter.seconds])
+    steps_per_s = five_number_summary([steps / s for s in meter.seconds])
     wall = sum(meter.seconds)
     reached = first_reaching(accuracies, target_accuracy)
     steps_to_target = (reached + 1) * steps if reached is not None else None
@@ -117,7 +117,7 @@ class Baseline:
         """One more measurement; returns its median samples/s."""
         first = len(self.meter.seconds)
         self.accuracies += run_fit(self.work, self.meter, self.steps, self.repeats, self.work.dataset_fn())
-        self.slots.append(spread([self.steps / s for s in self.meter.seconds[first:]])["median"] * self.point.batch_size)
+        self.slots.append(five_number_summary([self.steps / s for s in self.meter.seconds[first:]])["median"] * self.point.batch_size)
         return self.slots[-1]
 
     def row(self, target_accuracy):

@@ -31,7 +31,7 @@ from labkit.checks.mnist import (  # noqa: F401
 )
 from labkit.checks.performance import (  # noqa: F401
     beyond_spread, clusters_stopped, dense_traffic_is_model_size, plot_shows, predicted_every_point,
-    pulls_and_pushes_are_model_size, results_saved, spread_is_range_over_median, timed_the_cluster,
+    pulls_and_pushes_are_model_size, relative_spread_is_range_over_median, results_saved, timed_the_cluster,
     timed_every_worker_count,
 )
 from labkit.checks.staleness import (  # noqa: F401

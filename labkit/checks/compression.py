@@ -4,7 +4,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from labkit import compression
+from labkit import compression, verdict
 from labkit.checks.core import require
 
 
@@ -100,8 +100,9 @@ def dgc_beats_naive(dgc_runs, naive_runs):
     """Like for like (the same payload), every DGC seed is more accurate than every seed of naive
     top-k with error feedback and momentum on the PS: a win outside the seeds' spread."""
     same_payload(dgc_runs + naive_runs)
-    dgc, naive = compression.accuracy_spread(dgc_runs), compression.accuracy_spread(naive_runs)
-    require(compression.outside_spread(dgc_runs, naive_runs) == 1,
+    dgc, naive = compression.accuracy_mean_and_range(dgc_runs), compression.accuracy_mean_and_range(naive_runs)
+    found = verdict.verdict([r.final_accuracy for r in dgc_runs], [r.final_accuracy for r in naive_runs])
+    require(found == verdict.WINS,
         f"DGC reached {dgc[0]:.3f} ({dgc[1]:.3f}–{dgc[2]:.3f} over {len(dgc_runs)} seeds), naive top-k with "
         f"momentum on the PS {naive[0]:.3f} ({naive[1]:.3f}–{naive[2]:.3f}): DGC's worst seed should beat "
         "naive's best.")

@@ -116,10 +116,12 @@ def coordinator_resumed(lines, checkpoint_step, num_steps):
     require(finished and finished[0] == num_steps, f"it did not finish at step {num_steps}: {lines[-1]}")
 
 
-def fit_skipped_epochs(epochs_started, finished_epochs):
-    """A restarted ``model.fit`` with BackupAndRestore starts after the epochs already finished."""
-    require(epochs_started and epochs_started[0] == f"epoch {finished_epochs + 1} started",
-        f"the restarted fit began with {epochs_started[:1]}, not 'epoch {finished_epochs + 1} started': "
+def fit_skipped_epochs(lines, finished_epochs):
+    """A restarted ``model.fit`` with BackupAndRestore (its program's output ``lines``) starts after the epochs
+    already finished."""
+    started = loglines.epochs_with(loglines.EPOCH_STARTED, lines)
+    require(started and started[0] == finished_epochs + 1,
+        f"the restarted fit began with epoch {started[0] if started else 'none'}, not epoch {finished_epochs + 1}: "
         f"it should skip the {finished_epochs} finished epochs.")
 
 

@@ -7,6 +7,7 @@ import time
 from matplotlib.container import ErrorbarContainer
 import tensorflow as tf
 
+from labkit import verdict
 from labkit.checks.core import require
 
 
@@ -99,7 +100,8 @@ def _joined_blocks(calls):
 
 def beyond_spread(answer, seconds_by_workers):
     """``answer`` maps each pair of consecutive worker counts (fewer, more) to whether their timings do not
-    overlap (every timing of one below every timing of the other): a difference beyond the spread."""
+    overlap (every timing of one below every timing of the other): a difference beyond the spread, as
+    ``labkit.verdict`` finds it."""
     counts = sorted(seconds_by_workers)
     pairs = list(zip(counts, counts[1:]))
     require(isinstance(answer, dict) and sorted(answer) == pairs,
@@ -107,22 +109,23 @@ def beyond_spread(answer, seconds_by_workers):
             f"per pair of consecutive worker counts: {pairs}.")
     for fewer, more in pairs:
         a, b = seconds_by_workers[fewer], seconds_by_workers[more]
-        apart = max(a) < min(b) or max(b) < min(a)
+        apart = verdict.verdict(a, b) != verdict.CANNOT_TELL
         require(answer[(fewer, more)] == apart,
                 f"{fewer} vs {more} workers: times {sorted(a)} and {sorted(b)}; beyond_spread says "
                 f"{answer[(fewer, more)]}. A difference is beyond the spread only if the two sets of timings do "
                 "not overlap at all.")
 
 
-def spread_is_range_over_median(spread_by_workers, seconds_by_workers):
-    """Each spread is (slowest - fastest) / median of that worker count's timings."""
-    require(sorted(spread_by_workers) == sorted(seconds_by_workers),
-        f"spread_by_workers has {sorted(spread_by_workers)}, not the worker counts {sorted(seconds_by_workers)}.")
+def relative_spread_is_range_over_median(relative_spread_by_workers, seconds_by_workers):
+    """Each relative spread is (slowest - fastest) / median of that worker count's timings."""
+    require(sorted(relative_spread_by_workers) == sorted(seconds_by_workers),
+        f"relative_spread_by_workers has {sorted(relative_spread_by_workers)}, not the worker counts "
+        f"{sorted(seconds_by_workers)}.")
     for workers, seconds in seconds_by_workers.items():
         expected = (max(seconds) - min(seconds)) / statistics.median(seconds)
-        require(math.isclose(spread_by_workers[workers], expected, rel_tol=1e-6),
-            f"the spread for {workers} worker(s) is {spread_by_workers[workers]!r}, but its times {seconds} give "
-            f"(max - min) / median = {expected:.3f}.")
+        require(math.isclose(relative_spread_by_workers[workers], expected, rel_tol=1e-6),
+            f"the relative spread for {workers} worker(s) is {relative_spread_by_workers[workers]!r}, but its "
+            f"times {seconds} give (max - min) / median = {expected:.3f}.")
 
 
 def plot_shows(axis, seconds_by_workers):

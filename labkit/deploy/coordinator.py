@@ -36,10 +36,10 @@ class EpochLog(tf.keras.callbacks.Callback):
     """Prints when each epoch starts and ends, so a watcher sees where a resumed run picks up."""
 
     def on_epoch_begin(self, epoch, logs=None):
-        print(f"epoch {epoch + 1} started", flush=True)
+        print(loglines.epoch_started_line(epoch + 1), flush=True)
 
     def on_epoch_end(self, epoch, logs=None):
-        print(f"epoch {epoch + 1} finished, loss {logs['loss']:.4f}", flush=True)
+        print(loglines.epoch_finished_line(epoch + 1, logs["loss"]), flush=True)
 
 
 def training_dataset_fn(data, num_workers, args):
@@ -86,7 +86,7 @@ def main(argv=None):
         fit_callbacks = [tf.keras.callbacks.BackupAndRestore(args.checkpoint_dir), EpochLog()]
         creator = tf.keras.utils.experimental.DatasetCreator(dataset_fn)
         model.fit(creator, epochs=args.epochs, steps_per_epoch=args.steps_per_epoch, callbacks=fit_callbacks, verbose=0)
-        print(f"finished with test accuracy {models.accuracy(model, data.x_test, data.y_test):.4f}", flush=True)
+        print(loglines.fit_finished_line(models.accuracy(model, data.x_test, data.y_test)), flush=True)
 
 
 if __name__ == "__main__":

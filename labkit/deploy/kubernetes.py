@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 import yaml
 
-from labkit.runtime import tfconfig
+from labkit.runtime import processes, tfconfig
 
 DEFAULT_NAME = "pslab"
 CHECKPOINT_DIR = "/checkpoints"
@@ -132,7 +132,7 @@ def _task_spec(name, entry, image, command, restart_policy):
 def _task_pod(name, entry, image):
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": service_name(name, entry["task"]), "labels": _labels(name, entry["task"])},
-            "spec": _task_spec(name, entry, image, ["python", "-m", "labkit.runtime.server"], "Always")}
+            "spec": _task_spec(name, entry, image, SERVER_COMMAND, "Always")}
 
 
 def _chief_job(name, entry, image, chief_command):
@@ -239,7 +239,7 @@ RESTART_POLICY = {"chief": "OnFailure", "ps": "OnFailure", "worker": "OnFailure"
 # Container restarts in the whole job before the operator marks it Failed: a ps failure costs
 # one for the ps and one or more for the chief (again if it starts before the ps serves).
 BACKOFF_LIMIT = 6
-SERVER_COMMAND = ["python", "-m", "labkit.runtime.server"]
+SERVER_COMMAND = ["python", "-m", processes.SERVER_MODULE]
 # --until-step: the coordinator's default --num-steps; change both together.
 EVALUATOR_COMMAND = f"python -m labkit.deploy.evaluator --checkpoint-dir {CHECKPOINT_DIR} --until-step 600"
 

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 
-import psutil
+from labkit.runtime import processes
 
 BRIDGE = "br0"
 PREFIX = "pslab-"
@@ -44,7 +44,7 @@ def remove_stale():
     """Delete the namespaces of networks whose process died without cleaning up (SIGKILL, say)."""
     for name in namespaces():
         owner = re.fullmatch(rf"{PREFIX}([0-9]+)-.+", name)
-        if owner and not psutil.pid_exists(int(owner.group(1))):
+        if owner and not processes.running(int(owner.group(1))):
             subprocess.run(["ip", "netns", "delete", name], capture_output=True)
 
 

@@ -5,6 +5,9 @@
   and ``resumed_line``, read back with ``steps_with``, ``seconds_with`` and ``resumed_step``;
 - the coordinator program's last line, ``finished_line``, read back with ``finished``, and its line
   on the training shards it wrote or found (``--data-dir``), ``shards_line``, read back with ``shard_count``;
+- the coordinator program's ``model.fit`` route (``--loop fit``): ``epoch_started_line`` and
+  ``epoch_finished_line`` per epoch (``epoch_event``, read back with ``epochs_with``), and its last line,
+  ``fit_finished_line``;
 - the evaluator's line per checkpoint, ``evaluated_line``.
 """
 import re
@@ -15,6 +18,8 @@ RESUMED = "resumed from checkpoint at step"
 FINISHED = "finished at step"
 EVALUATED = "checkpoint at step"
 SHARDS = "training data:"
+EPOCH_STARTED, EPOCH_FINISHED = "started", "finished"
+FIT_FINISHED = "finished with test accuracy"
 
 
 def timeline_line(seconds, step, event):
@@ -64,6 +69,28 @@ def shard_count(text):
     """How many shard files the last ``shards_line`` in ``text`` names, or None if there is none."""
     found = re.findall(rf"{SHARDS} (\d+) shard files in ", text)
     return int(found[-1]) if found else None
+
+
+def epoch_event(epoch, event):
+    """The part of an epoch's line that records ``event`` (``EPOCH_STARTED`` or ``EPOCH_FINISHED``): what a watcher waits for."""
+    return f"epoch {epoch} {event}"
+
+
+def epoch_started_line(epoch):
+    return epoch_event(epoch, EPOCH_STARTED)
+
+
+def epoch_finished_line(epoch, loss):
+    return f"{epoch_event(epoch, EPOCH_FINISHED)}, loss {loss:.4f}"
+
+
+def epochs_with(event, lines):
+    """The epoch of every line among ``lines`` that records ``event``, in order."""
+    return [int(found.group(1)) for line in lines if (found := re.match(rf"epoch (\d+) {re.escape(event)}\b", line))]
+
+
+def fit_finished_line(accuracy):
+    return f"{FIT_FINISHED} {accuracy:.4f}"
 
 
 def evaluated_line(step, accuracy):

@@ -9,6 +9,8 @@ then lives here. One place owns their life cycle:
 - ``wait_until_serving``: return once the process says in its log that it serves, listens on its
   port and accepts a connection; raise with the end of its log if it exited or hung instead;
 - ``stop``: SIGTERM (with SIGCONT for a suspended process), a grace period, then SIGKILL (``psutil.wait_procs``);
+  ``stop_others`` does the same to processes that another process started;
+- ``wait_until_gone``: wait until processes no longer run (a zombie does not);
 - ``log_tail``: the last lines of a log, read from the end of the file;
 - ``stop_at_exit``: one interpreter-exit hook for everything still running.
 """
@@ -28,6 +30,8 @@ import psutil
 
 from labkit.runtime import loglines
 
+# The module that runs one ps or worker task: `python -m labkit.runtime.server`.
+SERVER_MODULE = "labkit.runtime.server"
 POLL_SECONDS = 0.05
 STOP_GRACE_SECONDS = 5.0
 TAIL_BLOCK_BYTES = 8192
@@ -203,23 +207,57 @@ class Watcher:
 
 
 def stop(processes, grace_seconds=STOP_GRACE_SECONDS):
-    """Stop processes: SIGTERM (and SIGCONT, so that a suspended one acts on it), then SIGKILL to those
-    still running after ``grace_seconds``.
+    """Stop processes this one started: SIGTERM (and SIGCONT, so that a suspended one acts on it), then
+    SIGKILL to those still running after ``grace_seconds``.
 
     Returns once every one has exited (each ``returncode`` is set); closes their stdin pipes,
     which also tells a ``labkit.runtime.children`` child that its parent is gone.
     """
-    running = [process for process in processes if process.poll() is None]
-    for process in running:
-        _signal(process.terminate)
-        _signal(process.resume)  # a process stopped by SIGSTOP or Ctrl-Z leaves SIGTERM pending until continued
-    _, still_running = psutil.wait_procs(running, timeout=grace_seconds)
-    for process in still_running:
-        _signal(process.kill)
-    psutil.wait_procs(still_running)
+    _terminate_then_kill([process for process in processes if process.poll() is None], grace_seconds,
+                         wait=_reap, kill_grace_seconds=None)
     for process in processes:
         if process.stdin:
             process.stdin.close()
+
+
+def stop_others(processes, grace_seconds=STOP_GRACE_SECONDS):
+    """Stop ``psutil.Process``es that another process started, as ``stop`` does. Only their parent can reap
+    them: one counts as stopped once it is a zombie. Returns those still running ``grace_seconds`` after SIGKILL."""
+    return _terminate_then_kill([process for process in processes if running(process.pid)], grace_seconds,
+                                wait=_still_running_after, kill_grace_seconds=grace_seconds)
+
+
+def _terminate_then_kill(processes, grace_seconds, wait, kill_grace_seconds):
+    """SIGTERM and SIGCONT; SIGKILL to those ``wait(processes, grace_seconds)`` returns as still running;
+    then ``wait`` for those (``kill_grace_seconds`` None: until they exit)."""
+    for process in processes:
+        _signal(process.terminate)
+        _signal(process.resume)  # a process stopped by SIGSTOP or Ctrl-Z leaves SIGTERM pending until continued
+    still_running = wait(processes, grace_seconds)
+    for process in still_running:
+        _signal(process.kill)
+    return wait(still_running, kill_grace_seconds)
+
+
+def _reap(children, timeout):
+    """Wait for ``children`` to exit and reap them; return those still running after ``timeout`` s (None: no limit)."""
+    return psutil.wait_procs(children, timeout=timeout)[1]
+
+
+def _still_running_after(processes, timeout):
+    """Those of ``processes`` (another's) still running after ``timeout`` s; a zombie does not run."""
+    running_pids = wait_until_gone([process.pid for process in processes], timeout)
+    return [process for process in processes if process.pid in running_pids]
+
+
+def wait_until_gone(pids, timeout):
+    """Wait until no process of ``pids`` runs (a zombie does not); return those still running after ``timeout`` s."""
+    def still_running():
+        return [pid for pid in pids if running(pid)]
+
+    with contextlib.suppress(TimeoutError):
+        wait_until(lambda: not still_running(), timeout, "the processes to exit")
+    return still_running()
 
 
 def _signal(send):
@@ -265,5 +303,6 @@ def _stop_everything_left():
     stop([owner for owner in owners if isinstance(owner, Process)])
 
 
-__all__ = ["EXIT_PORT_IN_USE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
-           "serving", "listening", "accepts_connections", "port_is_free", "stop", "log_tail", "stop_at_exit"]
+__all__ = ["EXIT_PORT_IN_USE", "SERVER_MODULE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
+           "serving", "listening", "accepts_connections", "port_is_free", "stop", "stop_others", "wait_until_gone",
+           "log_tail", "stop_at_exit"]

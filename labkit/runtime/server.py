@@ -22,15 +22,15 @@ SERVING_TASK_TYPES = ("ps", "worker")
 def main():
     raw = os.environ.get("TF_CONFIG")
     if not raw:
-        sys.exit("labkit.runtime.server: TF_CONFIG is not set. Set it to this task's JSON, e.g. "
+        sys.exit(f"{processes.SERVER_MODULE}: TF_CONFIG is not set. Set it to this task's JSON, e.g. "
                  "the output of `labkit tf-config worker:0`.")
     try:
         config = tfconfig.validate(raw)
     except tfconfig.TFConfigError as error:
-        sys.exit(f"labkit.runtime.server: bad TF_CONFIG: {error}")
+        sys.exit(f"{processes.SERVER_MODULE}: bad TF_CONFIG: {error}")
     task_type, task_index = config["task"]["type"], config["task"]["index"]
     if task_type not in SERVING_TASK_TYPES:
-        sys.exit(f"labkit.runtime.server: task type {task_type!r} does not run a server here. Only "
+        sys.exit(f"{processes.SERVER_MODULE}: task type {task_type!r} does not run a server here. Only "
                  f"{' and '.join(SERVING_TASK_TYPES)} tasks do; the chief runs your training "
                  "program and the evaluator runs an evaluation loop.")
 
@@ -49,7 +49,7 @@ def main():
         exit_port_taken(address, port, f": {error.message}")  # taken since the check above
     # Started only now, so a parent that died during start-up is noticed at once here.
     exit_with_parent_if_started_by_one()
-    print(f"labkit.runtime.server: {task_type}:{task_index} {loglines.SERVING} {address} "
+    print(f"{processes.SERVER_MODULE}: {task_type}:{task_index} {loglines.SERVING} {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()
 
@@ -74,7 +74,7 @@ def tensorflow_server():
 
 def exit_port_taken(address, port, detail=""):
     """Exit with the code that tells the starter to pick another port and try again."""
-    print(f"labkit.runtime.server: could not listen on {address}, port {port} is taken by another program{detail}",
+    print(f"{processes.SERVER_MODULE}: could not listen on {address}, port {port} is taken by another program{detail}",
           flush=True)
     sys.exit(processes.EXIT_PORT_IN_USE)
 

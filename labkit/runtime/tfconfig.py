@@ -14,6 +14,8 @@ import json
 import re
 import shlex
 
+from labkit.runtime import processes
+
 CLUSTER_TASK_TYPES = ("chief", "worker", "ps")
 TASK_TYPES = CLUSTER_TASK_TYPES + ("evaluator",)
 TOP_LEVEL_KEYS = ("cluster", "task", "rpc_layer", "environment")
@@ -219,7 +221,7 @@ def host_plan(cluster: dict[str, list[str]], chief_command: str = "python train.
         task_type, index = parse_task(name)
         host, port = _split_address(cluster[task_type][index])
         tf_config = json.dumps(config)
-        program = chief_command if task_type == "chief" else "python -m labkit.runtime.server"
+        program = chief_command if task_type == "chief" else f"python -m {processes.SERVER_MODULE}"
         plan.append({"task": name, "host": host, "port": port, "tf_config": tf_config,
                      "command": f"TF_CONFIG={shlex.quote(tf_config)} {program}"})
     return plan

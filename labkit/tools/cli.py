@@ -6,13 +6,14 @@ docs/cli.md is generated from this parser (``python scripts/cli_reference.py``).
 """
 import argparse
 import json
+import math
 import os
 import signal
 import sys
 import time
 
 import labkit
-from labkit.runtime import tfconfig
+from labkit.runtime import processes, tfconfig
 from labkit.cluster import LocalCluster, pick_port, running_clusters, stop_recorded
 from labkit import bench
 from labkit.deploy import export, kubernetes
@@ -112,8 +113,7 @@ def cmd_up(args):
         print(f"\n{tfconfig.SECURITY_WARNING}\nPress Ctrl-C to stop every task.")
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
-            while cluster.running:
-                time.sleep(1)
+            processes.wait_until(lambda: not cluster.running, math.inf, "every task to exit", interval=1)
             print("every task has exited")
         except KeyboardInterrupt:
             print("\nstopping...")

@@ -35,7 +35,7 @@ def task_name(process):
     """What a process of the run is: "kernel", "worker:0", "ps:1", "all-reduce worker:0", "coordinator", ...
     or its program name."""
     cmdline = process.cmdline()
-    if "labkit.runtime.server" in cmdline:
+    if processes.SERVER_MODULE in cmdline:
         return _task_in_tf_config(process)
     if "labkit.allreduce" in cmdline:
         return f"all-reduce {_task_in_tf_config(process)}"
