@@ -211,3 +211,22 @@ def test_a_time_note_times_the_next_code_cell():
         nbformat.v4.new_code_cell("plot()")])
     assert list(measurements.timed_cells(notebook)) == [notebook.cells[2].id]
     assert measurements.time_note(42.0) == "*Next cell: about 42 s with the defaults on a 2-core machine.*"
+
+
+# What every notebook and exercise says last: an idle kernel keeps its memory (a workshop day adds them up).
+SHUT_DOWN = ("**Done here?** Shut this notebook's kernel down (Kernel > Shut Down Kernel): an open kernel keeps "
+             "holding its memory, even idle.")
+
+
+def closes_with_shut_down(path):
+    last = nbformat.read(path, as_version=4).cells[-1]
+    return last.cell_type == "markdown" and last.source.rstrip().endswith(SHUT_DOWN)
+
+
+def test_every_notebook_and_exercise_ends_by_saying_to_shut_its_kernel_down(tmp_path):
+    shipped = [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("exercises/*.ipynb"), *ROOT.glob("solutions/*.ipynb")]
+    assert [path.name for path in shipped if not closes_with_shut_down(path)] == []
+    ending_in_code = tmp_path / "lab.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(SHUT_DOWN),
+                                                   nbformat.v4.new_code_cell("cluster.stop()")]), ending_in_code)
+    assert not closes_with_shut_down(ending_in_code)
