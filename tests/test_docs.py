@@ -184,6 +184,37 @@ def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monk
     assert "| `01_tf_config_and_cluster` | not measured yet |" in text
 
 
+def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks_table(tmp_path, monkeypatch):
+    import json
+
+    import measurements
+
+    monkeypatch.setattr(measurements, "OUT", tmp_path)
+    entry = {"started": "2026-12-01 08:00 UTC", "seconds": 40, "load_average_before": [0.5, 0.4, 0.3],
+             "mnist_source": "offline-subset"}
+    log = {"00_welcome": dict(entry, mnist_source="timing-standin"), "small-laptop-00_welcome": entry,
+           "day-full-size": entry, "day-small-laptop": entry}
+    for folder, row in (("notebooks", "00,ok,,11.2,819,1500,900,kernel=700"),
+                        ("small-laptop/notebooks", "00,ok,,9.0,650,1400,700,kernel=600")):
+        (tmp_path / folder / "00_welcome").mkdir(parents=True)
+        (tmp_path / folder / "00_welcome" / "results.csv").write_text(
+            "point,status,error,seconds,peak_pss_mb,peak_rss_mb,peak_alone_mb,largest_tasks\n" + row + "\n")
+    step = {"notebook": "00_welcome", "open_kernels": 1, "seconds": 5, "peak_pss_mb": 3100, "peak_alone_mb": 3200,
+            "peak_rss_mb": 3500, "largest_tasks": "kernel=700 jupyter server=60"}
+    for setting in ("full-size", "small-laptop"):
+        (tmp_path / "day" / setting).mkdir(parents=True)
+        (tmp_path / "day" / setting / "day.json").write_text(json.dumps(
+            {"peak_pss_mb": 3100, "peak_alone_mb": 3200, "peak_rss_mb": 3500, "steps": [step]}))
+    text = "\n".join(measurements.small_laptop_section(log) + measurements.day_section(log))
+    assert "| `00_welcome` | ok | 9 s | 0.7 GB | 0.7 GB | 1.4 GB | kernel 600 |" in text
+    assert "| `ex1_basic_cluster` | not measured yet |" in text
+    assert "The day's peak: **3.1 GB** (PSS), 3.2 GB alone, within the 5 GB the kit aims at" in text
+    assert "The day's peak: **3.1 GB** (PSS), 3.2 GB alone, OVER the 3 GB the kit aims at" in text
+    assert "| `00_welcome` | 1 | 5 s | 3.1 GB | 3.2 GB | 3.5 GB | kernel 700 jupyter server 60 |" in text
+    small = measurements.peaks_table(log)["notebooks"]["00_welcome"]["small_laptop"]
+    assert (small["peak_pss_mb"], small["peak_alone_mb"], small["mnist_source"]) == (650, 700, "offline-subset")
+
+
 def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_lacks_one():
     import measurements
 
