@@ -49,8 +49,6 @@ LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 VARIANTS = [
     ("03-all-shipped", "03_custom_training_loop", ["-p", "shipped_examples", "60000"], None,
      "notebook 03 with all 60,000 training images shipped inside the graph (its default ships a slice)"),
-    ("03-lab-small", "03_custom_training_loop", [], "offline-subset",
-     "notebook 03 in the small-laptop setting (`make lab-small`: the offline MNIST subset)"),
 ]
 
 
@@ -286,8 +284,9 @@ def now():
 
 # ----- the page -----------------------------------------------------------------------
 def page():
-    """docs/measurements.md's text, from what runs/measurements/ holds."""
-    log = json.loads((OUT / "log.json").read_text()) if (OUT / "log.json").exists() else {}
+    """docs/measurements.md's text, from what runs/measurements/ holds (of the items measured now)."""
+    logged = json.loads((OUT / "log.json").read_text()) if (OUT / "log.json").exists() else {}
+    log = {name: entry for name, entry in logged.items() if name in {item[0] for item in items()}}
     startup = json.loads((OUT / "startup" / "startup.json").read_text()) if (OUT / "startup" / "startup.json").exists() else None
     lines = ["# Measurements", "",
              "Every number the kit's pages quote comes from here. This page is written by `make measurements`",
@@ -425,7 +424,7 @@ def day_section(log):
 
     lines = ["## A workshop day: the 3-hour plan in one JupyterLab", "",
              f"The plan's notebooks ({', '.join(THREE_HOUR_PLAN)}; the exercise as solved) opened one after the other",
-             "in one `jupyter lab --no-browser` server on 127.0.0.1, as `make lab` serves them: each a session with its",
+             "in one `jupyter lab --no-browser` server on 127.0.0.1, as `make lab` serves them: each opened with its",
              "own kernel, its code cells run in order. Every kernel stays open after its notebook, as learners leave",
              f"them, except at the break before {DAY_BREAK_BEFORE}, when the instructor guide has everyone shut down the",
              "kernels open until then. The memory is the summed PSS of the server, every open kernel and their",
