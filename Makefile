@@ -15,7 +15,7 @@ WORK   := work
 WHEELHOUSE := wheelhouse
 
 .DEFAULT_GOAL := help
-.PHONY: help lab lab-small test test-fast test-defaults install install-test kernel exercises doctor bench \
+.PHONY: help lab lab-small test test-fast test-defaults install install-test kernel exercises doctor doctor-small bench \
 	bench-report bench-startup measurements docs site check-platforms test-offline-install learner-bundle clean-runs
 
 help: ## list the targets, one line each
@@ -84,6 +84,9 @@ exercises: install ## regenerate exercises/ from solutions/ (refuses to overwrit
 
 doctor: install ## the workshop pre-flight: labkit doctor --workshop
 	$(PY) -m labkit.tools.cli doctor --workshop
+
+doctor-small: ## make doctor for a laptop that will use make lab-small: memory judged with the offline MNIST subset
+	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) doctor
 
 bench: install ## the speed sweep: labkit bench (results in runs/bench/sweep)
 	$(PY) -m labkit.tools.cli bench --out runs/bench/sweep

@@ -7,7 +7,10 @@
 It runs, one after the other, each into its own folder of runs/measurements/:
 ``make test-fast`` and ``make test`` (as CI runs them: each tier's test time, tests/tier_times.py);
 ``labkit bench startup``; every notebook and every exercise solution at its defaults
-(``labkit sweep`` without -p: wall time, peak memory, the results it records); and
+(``labkit sweep`` without -p: wall time, peak memory, the results it records), and again in the
+small-laptop setting (the offline MNIST subset of ``make lab-small``); the workshop day (the 3-hour
+plan's notebooks in one JupyterLab, kernels left open as learners leave them, ``--workshop-day``)
+with full-size MNIST and in the small-laptop setting;
 ``labkit bench --report`` (notebook 08 over the full speed sweep); and ``scripts/stress_faults.py``
 (every kind of the fault matrix, STRESS_ROUNDS rounds each). It is resumable: an item
 that finished is kept, one that failed or was interrupted is run again. Each item's start,
@@ -46,13 +49,20 @@ LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 VARIANTS = [
     ("03-all-shipped", "03_custom_training_loop", ["-p", "shipped_examples", "60000"], None,
      "notebook 03 with all 60,000 training images shipped inside the graph (its default ships a slice)"),
-    ("03-lab-small", "03_custom_training_loop", [], "offline-subset",
-     "notebook 03 in the small-laptop setting (`make lab-small`: the offline MNIST subset)"),
 ]
 
 
 # Rounds of each kind of scripts/stress_faults.py (the fault matrix); they train on the offline subset.
 STRESS_ROUNDS = 20
+
+# The small-laptop setting (`make lab-small`): every notebook and solution is measured in it too, as
+# item "small-laptop-NAME", for `labkit doctor --workshop` on a laptop that will use the subset.
+SMALL_LAPTOP = "offline-subset"
+SMALL_LAPTOP_PREFIX = "small-laptop-"
+# The workshop day is measured with each MNIST a laptop may use: (setting, its source or None for the
+# full-size default, its title on the page, the GB of summed PSS the day must stay within).
+DAY_SETTINGS = [("full-size", None, "Full-size MNIST", 5),
+                ("small-laptop", SMALL_LAPTOP, "The small-laptop setting (`make lab-small`)", 3)]
 
 # The MNIST source of the tests item: none set, as in CI (the tests pick theirs).
 AS_CI = "as-ci"
@@ -65,14 +75,16 @@ def items():
     """(name, folder, command, MNIST source or None) of every measurement, in the order they run."""
     found = [("tests", OUT / "tests", ["make", "test-fast", "test"], AS_CI)]
     found += [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None)]
-    for directory in ("notebooks", "solutions"):
-        for notebook in sorted((ROOT / directory).glob("*.ipynb")):
-            folder = OUT / directory / notebook.stem
-            found.append((notebook.stem, folder, [*LABKIT, "sweep", str(notebook), "--out", str(folder)], None))
+    found += [sweep_item(notebook.stem, OUT / directory, notebook, None) for directory, notebook in shipped_notebooks()]
     for name, stem, parameters, source, _ in VARIANTS:
         folder = OUT / "variants" / name
         found.append((name, folder, [*LABKIT, "sweep", str(ROOT / "notebooks" / f"{stem}.ipynb"), *parameters,
                                      "--out", str(folder)], source))
+    found += [sweep_item(f"{SMALL_LAPTOP_PREFIX}{notebook.stem}", OUT / "small-laptop" / directory, notebook, SMALL_LAPTOP)
+              for directory, notebook in shipped_notebooks()]
+    found += [(f"day-{setting}", OUT / "day" / setting,
+               [sys.executable, str(Path(__file__).resolve()), "--workshop-day", str(OUT / "day" / setting / "day.json")],
+               source) for setting, source, _, _ in DAY_SETTINGS]
     found.append(("bench-report", OUT / "bench-report",
                   [*LABKIT, "bench", "--report", "--out", str(OUT / "bench-report")], None))
     found.append(("stress", OUT / "stress", [sys.executable, str(ROOT / "scripts" / "stress_faults.py"),
@@ -81,11 +93,25 @@ def items():
     return found
 
 
+def shipped_notebooks():
+    """(folder, path) of every notebook and exercise solution, in the order they are measured."""
+    return [(directory, notebook) for directory in ("notebooks", "solutions")
+            for notebook in sorted((ROOT / directory).glob("*.ipynb"))]
+
+
+def sweep_item(name, parent, notebook, source):
+    """The item that runs ``notebook`` at its defaults (`labkit sweep`) into ``parent``/its stem."""
+    folder = parent / notebook.stem
+    return name, folder, [*LABKIT, "sweep", str(notebook), "--out", str(folder)], source
+
+
 def finished(name, folder):
     """True if the item ran to the end: its result file exists and says it succeeded."""
     if name == "tests":
         calls = [read_json(folder / f"{call}.json") for call, _ in TEST_CALLS]
         return all(call and call["exit_status"] == 0 for call in calls)
+    if name.startswith("day-"):
+        return (folder / "day.json").exists()
     if name in ("startup", "bench-report", "stress"):
         return (folder / {"startup": "startup.json", "bench-report": "results.json", "stress": "stress.json"}[name]).exists()
     rows = read_csv(folder / "results.csv")
@@ -128,14 +154,139 @@ def run(only, env):
         log_path.write_text(json.dumps(log, indent=1))
 
 
+# ----- the workshop day -----------------------------------------------------------------
+# docs/instructor-guide.md, "A three-hour workshop": at the break before notebook 03 everyone shuts down
+# the kernels open until then; every other kernel stays open after its notebook, as learners leave them.
+DAY_BREAK_BEFORE = "03"
+DAY_KERNEL = "pslab"  # the kernel `make kernel` registers; the notebooks name it
+
+
+def workshop_day(result_path):
+    """Run the 3-hour plan the way learners do: one JupyterLab server on 127.0.0.1 (its token on) serving
+    a work folder as `make lab` fills it (the exercise as solved), each notebook opened as a session and
+    its code cells run in order in that session's kernel, kernels left open except at the break. Writes
+    each notebook's peak (summed over the server, every open kernel and their tasks) and the day's."""
+    import tempfile
+    from labkit.tools import workfolder
+    from labkit.tools.doctor import THREE_HOUR_PLAN
+
+    with tempfile.TemporaryDirectory(prefix="pslab-day-") as work:
+        workfolder.copy_missing(work)
+        plan = [day_notebook(Path(work), prefix) for prefix in THREE_HOUR_PLAN]
+        with JupyterServer(Path(work)) as server:
+            steps = [day_step(server, notebook) for notebook in plan]
+    day = {key: max(step[key] for step in steps) for key in ("peak_pss_mb", "peak_alone_mb", "peak_rss_mb")}
+    result_path.parent.mkdir(parents=True, exist_ok=True)
+    result_path.write_text(json.dumps({**day, "steps": steps}, indent=1))
+
+
+def day_notebook(work, prefix):
+    """The work folder's notebook that ``prefix`` names; an exercise is replaced by its solution first."""
+    found = sorted((work / "notebooks").glob(f"{prefix}*.ipynb")) + sorted((work / "exercises").glob(f"{prefix}*.ipynb"))
+    if found[0].parent.name == "exercises":
+        shutil.copy(ROOT / "solutions" / found[0].name, found[0])
+    return found[0].relative_to(work)
+
+
+def day_step(server, notebook):
+    """Open ``notebook`` in ``server`` (after the break's shutdowns, if it comes first) and run it; its row."""
+    from labkit.tools.memory import PeakMemory
+
+    if notebook.stem.startswith(DAY_BREAK_BEFORE):
+        server.shut_down_all()
+    began = time.monotonic()
+    with PeakMemory() as memory:
+        server.run(notebook)
+    seconds = round(time.monotonic() - began)
+    print(f"workshop day: {notebook} ran in {seconds} s, {memory.peak_mb} MB at its peak with "
+          f"{len(server.sessions)} kernels open", flush=True)
+    return {"notebook": notebook.stem, "seconds": seconds, "open_kernels": len(server.sessions), **memory.peaks()}
+
+
+class JupyterServer:
+    """`jupyter lab --no-browser` on 127.0.0.1 with a token, serving ``root``, as `make lab` starts it."""
+
+    def __init__(self, root):
+        import secrets
+        from labkit.cluster import pick_port
+
+        self.root, self.port, self.token = root, pick_port(), secrets.token_hex(16)
+        self.runtime = root / ".runtime"  # the kernels' connection files
+        self.sessions = {}  # notebook -> session id
+
+    def __enter__(self):
+        env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime))
+        command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
+                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+                   *(["--allow-root"] if os.getuid() == 0 else [])]
+        self.log = open(self.root / "jupyter.log", "w")
+        self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while not self.answers():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"JupyterLab did not start: {(self.root / 'jupyter.log').read_text()[-2000:]}")
+            time.sleep(0.5)
+        return self
+
+    def __exit__(self, *error):
+        self.shut_down_all()
+        self.process.terminate()
+        self.process.wait(timeout=60)
+        self.log.close()
+
+    def request(self, method, path, body=None):
+        import urllib.request
+
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            text = response.read()
+        return json.loads(text) if text else None
+
+    def answers(self):
+        try:
+            return self.request("GET", "/api/status") is not None
+        except OSError:
+            return False
+
+    def run(self, notebook):
+        """Open ``notebook`` as JupyterLab does (a session with its kernel) and run its code cells in order;
+        RuntimeError on the first cell that fails. The kernel stays open."""
+        from jupyter_client import BlockingKernelClient
+
+        session = self.request("POST", "/api/sessions", {"path": str(notebook), "name": notebook.name,
+                                                         "type": "notebook", "kernel": {"name": DAY_KERNEL}})
+        self.sessions[notebook] = session["id"]
+        client = BlockingKernelClient()
+        client.load_connection_file(self.runtime / f"kernel-{session['kernel']['id']}.json")
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=120)
+            for cell in nbformat.read(self.root / notebook, as_version=4).cells:
+                if cell.cell_type == "code":
+                    reply = client.execute_interactive(cell.source, timeout=900, output_hook=lambda message: None)
+                    if reply["content"]["status"] != "ok":
+                        raise RuntimeError(f"{notebook}: a cell failed: {reply['content'].get('evalue')}\n{cell.source[:300]}")
+        finally:
+            client.stop_channels()
+
+    def shut_down_all(self):
+        """Shut down every open kernel, as Kernel > Shut Down All Kernels does."""
+        for notebook, session in list(self.sessions.items()):
+            self.request("DELETE", f"/api/sessions/{session}")
+            del self.sessions[notebook]
+
+
 def now():
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
 # ----- the page -----------------------------------------------------------------------
 def page():
-    """docs/measurements.md's text, from what runs/measurements/ holds."""
-    log = json.loads((OUT / "log.json").read_text()) if (OUT / "log.json").exists() else {}
+    """docs/measurements.md's text, from what runs/measurements/ holds (of the items measured now)."""
+    logged = json.loads((OUT / "log.json").read_text()) if (OUT / "log.json").exists() else {}
+    log = {name: entry for name, entry in logged.items() if name in {item[0] for item in items()}}
     startup = json.loads((OUT / "startup" / "startup.json").read_text()) if (OUT / "startup" / "startup.json").exists() else None
     lines = ["# Measurements", "",
              "Every number the kit's pages quote comes from here. This page is written by `make measurements`",
@@ -147,6 +298,8 @@ def page():
     lines += startup_section(startup, log)
     lines += notebooks_section("notebooks", "Notebooks at their learner defaults", log)
     lines += notebooks_section("solutions", "Exercise solutions at their defaults", log)
+    lines += small_laptop_section(log)
+    lines += day_section(log)
     lines += variants_section(log)
     lines += long_cells_section()
     lines += bench_section(log)
@@ -251,6 +404,46 @@ def notebooks_section(directory, title, log):
             details += [f"### `{notebook.stem}`", "", "| result | value |", "|---|---|"]
             details += [f"| `{key}` | {value} |" for key, value in recorded.items()] + [""]
     return lines + [""] + details
+
+
+def small_laptop_section(log):
+    lines = ["## Notebooks and solutions in the small-laptop setting", "",
+             "The same runs with the 5,000-image offline MNIST subset (`LABKIT_MNIST_SOURCE=offline-subset`, what",
+             "`make lab-small` sets). `labkit doctor --workshop` compares a laptop that will use the subset with these.", "",
+             "| notebook | status | run time | peak memory (PSS) | alone (estimate) | RSS sum | largest tasks (PSS, MB) "
+             "| measured |", "|---|---|---|---|---|---|---|---|"]
+    for directory, notebook in shipped_notebooks():
+        name, row = f"{SMALL_LAPTOP_PREFIX}{notebook.stem}", result_row(f"small-laptop/{directory}", notebook.stem)
+        lines.append(f"| `{notebook.stem}` | {measured_cells(row, log, name) if row else 'not measured yet | | | | | |'} |")
+    return lines + [""]
+
+
+def day_section(log):
+    """The 3-hour plan in one JupyterLab (``workshop_day``): each notebook's peak with the kernels open then."""
+    from labkit.tools.doctor import THREE_HOUR_PLAN
+
+    lines = ["## A workshop day: the 3-hour plan in one JupyterLab", "",
+             f"The plan's notebooks ({', '.join(THREE_HOUR_PLAN)}; the exercise as solved) opened one after the other",
+             "in one `jupyter lab --no-browser` server on 127.0.0.1, as `make lab` serves them: each opened with its",
+             "own kernel, its code cells run in order. Every kernel stays open after its notebook, as learners leave",
+             f"them, except at the break before {DAY_BREAK_BEFORE}, when the instructor guide has everyone shut down the",
+             "kernels open until then. The memory is the summed PSS of the server, every open kernel and their",
+             "tasks (the browser is not counted: `labkit doctor --workshop` adds room for it).", ""]
+    for setting, _, title, limit_gb in DAY_SETTINGS:
+        day = read_json(OUT / "day" / setting / "day.json")
+        lines += [f"### {title}", ""]
+        if not day:
+            lines += ["Not measured yet.", ""]
+            continue
+        verdict = "within" if max(day["peak_pss_mb"], day["peak_alone_mb"]) <= limit_gb * 1000 else "OVER"  # as the doctor judges
+        lines += [f"The day's peak: **{gigabytes(day['peak_pss_mb'])}** (PSS), {gigabytes(day['peak_alone_mb'])} alone, "
+                  f"{verdict} the {limit_gb} GB the kit aims at ({load_of(log, f'day-{setting}')}).", "",
+                  "| notebook | kernels open | run time | peak memory (PSS) | alone (estimate) | RSS sum | largest (PSS, MB) |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| `{step['notebook']}` | {step['open_kernels']} | {minutes(step['seconds'])} | "
+                  f"{gigabytes(step['peak_pss_mb'])} | {gigabytes(step['peak_alone_mb'])} | {gigabytes(step['peak_rss_mb'])} | "
+                  f"{step['largest_tasks'].replace('=', ' ')} |" for step in day["steps"]] + [""]
+    return lines
 
 
 def variants_section(log):
@@ -467,21 +660,28 @@ def write_first_lines():
 
 
 def peaks_table(log):
-    """labkit/tools/notebook_peaks.json: the measured peaks `labkit doctor --workshop` compares with free memory."""
+    """labkit/tools/notebook_peaks.json: the measured peaks `labkit doctor --workshop` compares with free memory,
+    at the defaults (full-size MNIST) and, under "small_laptop", in the small-laptop setting."""
     measured = {}
-    for directory in ("notebooks", "solutions"):
-        for path in sorted((ROOT / directory).glob("*.ipynb")):
-            row = result_row(directory, path.stem)
-            if row:
-                measured[path.stem] = {
-                    "peak_pss_mb": int(row["peak_pss_mb"]), "peak_alone_mb": int(row["peak_alone_mb"]),
-                    "peak_rss_mb": int(row["peak_rss_mb"]), "minutes": round(float(row["seconds"]) / 60, 1),
-                    "ok": row["status"] == "ok", "measured": log[path.stem]["started"],
-                    "mnist_source": log[path.stem]["mnist_source"],
-                    "load_average": log[path.stem]["load_average_before"][0]}
-    return {"about": "Peak memory (MB) and run time of each notebook and solution at its defaults. Written by "
+    for directory, path in shipped_notebooks():
+        row = result_row(directory, path.stem)
+        if row:
+            measured[path.stem] = peak_entry(row, log[path.stem])
+            small = result_row(f"small-laptop/{directory}", path.stem)
+            if small:
+                measured[path.stem]["small_laptop"] = peak_entry(small, log[f"{SMALL_LAPTOP_PREFIX}{path.stem}"])
+    return {"about": "Peak memory (MB) and run time of each notebook and solution at its defaults, with full-size "
+                     "MNIST and (small_laptop) with the offline subset of `make lab-small`. Written by "
                      "`make measurements` (scripts/measurements.py) with docs/measurements.md: never edit.",
             "notebooks": measured}
+
+
+def peak_entry(row, logged):
+    """One run's entry in the peaks table, from its results.csv row and its log entry."""
+    return {"peak_pss_mb": int(row["peak_pss_mb"]), "peak_alone_mb": int(row["peak_alone_mb"]),
+            "peak_rss_mb": int(row["peak_rss_mb"]), "minutes": round(float(row["seconds"]) / 60, 1),
+            "ok": row["status"] == "ok", "measured": logged["started"], "mnist_source": logged["mnist_source"],
+            "load_average": logged["load_average_before"][0]}
 
 
 def mnist_source():
@@ -495,7 +695,11 @@ def main(argv=None):
     parser.add_argument("--write-only", action="store_true", help="measure nothing; rewrite the page from what is recorded")
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME",
                         help="measure only these, again if measured (name prefixes: startup, 06, ex2, bench-report)")
+    parser.add_argument("--workshop-day", type=Path, metavar="JSON",
+                        help="run the 3-hour plan in one JupyterLab and write its memory to JSON (the day-* items run this)")
     args = parser.parse_args(argv)
+    if args.workshop_day:
+        return workshop_day(args.workshop_day)
     if args.write_only and not (OUT / "log.json").exists():
         parser.error(f"nothing is recorded in {OUT.relative_to(ROOT)}: run `make measurements` first")
     if not args.write_only:

@@ -184,6 +184,37 @@ def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monk
     assert "| `01_tf_config_and_cluster` | not measured yet |" in text
 
 
+def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks_table(tmp_path, monkeypatch):
+    import json
+
+    import measurements
+
+    monkeypatch.setattr(measurements, "OUT", tmp_path)
+    entry = {"started": "2026-12-01 08:00 UTC", "seconds": 40, "load_average_before": [0.5, 0.4, 0.3],
+             "mnist_source": "offline-subset"}
+    log = {"00_welcome": dict(entry, mnist_source="timing-standin"), "small-laptop-00_welcome": entry,
+           "day-full-size": entry, "day-small-laptop": entry}
+    for folder, row in (("notebooks", "00,ok,,11.2,819,1500,900,kernel=700"),
+                        ("small-laptop/notebooks", "00,ok,,9.0,650,1400,700,kernel=600")):
+        (tmp_path / folder / "00_welcome").mkdir(parents=True)
+        (tmp_path / folder / "00_welcome" / "results.csv").write_text(
+            "point,status,error,seconds,peak_pss_mb,peak_rss_mb,peak_alone_mb,largest_tasks\n" + row + "\n")
+    step = {"notebook": "00_welcome", "open_kernels": 1, "seconds": 5, "peak_pss_mb": 3100, "peak_alone_mb": 3200,
+            "peak_rss_mb": 3500, "largest_tasks": "kernel=700 jupyter server=60"}
+    for setting, pss, alone in (("full-size", 4900, 5100), ("small-laptop", 2900, 2940)):  # alone counts too
+        (tmp_path / "day" / setting).mkdir(parents=True)
+        (tmp_path / "day" / setting / "day.json").write_text(json.dumps(
+            {"peak_pss_mb": pss, "peak_alone_mb": alone, "peak_rss_mb": 6000, "steps": [step]}))
+    text = "\n".join(measurements.small_laptop_section(log) + measurements.day_section(log))
+    assert "| `00_welcome` | ok | 9 s | 0.7 GB | 0.7 GB | 1.4 GB | kernel 600 |" in text
+    assert "| `ex1_basic_cluster` | not measured yet |" in text
+    assert "The day's peak: **4.9 GB** (PSS), 5.1 GB alone, OVER the 5 GB the kit aims at" in text
+    assert "The day's peak: **2.9 GB** (PSS), 2.9 GB alone, within the 3 GB the kit aims at" in text
+    assert "| `00_welcome` | 1 | 5 s | 3.1 GB | 3.2 GB | 3.5 GB | kernel 700 jupyter server 60 |" in text
+    small = measurements.peaks_table(log)["notebooks"]["00_welcome"]["small_laptop"]
+    assert (small["peak_pss_mb"], small["peak_alone_mb"], small["mnist_source"]) == (650, 700, "offline-subset")
+
+
 def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_lacks_one():
     import measurements
 
@@ -211,3 +242,22 @@ def test_a_time_note_times_the_next_code_cell():
         nbformat.v4.new_code_cell("plot()")])
     assert list(measurements.timed_cells(notebook)) == [notebook.cells[2].id]
     assert measurements.time_note(42.0) == "*Next cell: about 42 s with the defaults on a 2-core machine.*"
+
+
+# What every notebook and exercise says last: an idle kernel keeps its memory (a workshop day adds them up).
+SHUT_DOWN = ("**Done here?** Shut this notebook's kernel down (Kernel > Shut Down Kernel): an open kernel keeps "
+             "holding its memory, even idle.")
+
+
+def closes_with_shut_down(path):
+    last = nbformat.read(path, as_version=4).cells[-1]
+    return last.cell_type == "markdown" and last.source.rstrip().endswith(SHUT_DOWN)
+
+
+def test_every_notebook_and_exercise_ends_by_saying_to_shut_its_kernel_down(tmp_path):
+    shipped = [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("exercises/*.ipynb"), *ROOT.glob("solutions/*.ipynb")]
+    assert [path.name for path in shipped if not closes_with_shut_down(path)] == []
+    ending_in_code = tmp_path / "lab.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(SHUT_DOWN),
+                                                   nbformat.v4.new_code_cell("cluster.stop()")]), ending_in_code)
+    assert not closes_with_shut_down(ending_in_code)

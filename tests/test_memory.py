@@ -8,7 +8,7 @@ import time
 import pytest
 
 from labkit.tools import memory
-from labkit.tools.memory import PeakMemory
+from labkit.tools.memory import PeakMemory, task_name
 
 HOLD_300_MB = "import time; block = bytearray(300_000_000); block[::4096] = b'x' * len(block[::4096]); time.sleep(3)"
 
@@ -70,3 +70,19 @@ def test_each_all_reduce_worker_is_named_by_its_task_not_summed_as_python():
     # processes with the all-reduce worker's module on their command line and its TF_CONFIG (sleeping, not training)
     done = subprocess.run([sys.executable, "-c", ALL_REDUCE_WORKERS_SAMPLED], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == ["all-reduce worker:0", "all-reduce worker:1"]
+
+
+class CommandLine:
+    """A process as task_name reads it: only its command line."""
+
+    def __init__(self, *parts):
+        self.parts = list(parts)
+
+    def cmdline(self):
+        return self.parts
+
+
+def test_a_jupyter_server_and_its_kernels_are_named_apart():
+    assert task_name(CommandLine(sys.executable, "-m", "jupyterlab", "--no-browser")) == "jupyter server"
+    kernel = CommandLine(sys.executable, "-m", "ipykernel_launcher", "-f", "/tmp/jupyterlab-runtime/kernel-1.json")
+    assert task_name(kernel) == "kernel"

