@@ -86,3 +86,5 @@ def test_a_jupyter_server_and_its_kernels_are_named_apart():
     assert task_name(CommandLine(sys.executable, "-m", "jupyterlab", "--no-browser")) == "jupyter server"
     kernel = CommandLine(sys.executable, "-m", "ipykernel_launcher", "-f", "/tmp/jupyterlab-runtime/kernel-1.json")
     assert task_name(kernel) == "kernel"
+    launcher = CommandLine(sys.executable, "-m", "labkit.runtime.isolation", "-f", "/tmp/jupyterlab-runtime/kernel-1.json")
+    assert task_name(launcher) == "kernel launcher"

@@ -21,7 +21,8 @@ from labkit.runtime import processes
 
 MB = 1e6
 PROGRAMS = (("ipykernel_launcher", "kernel"), ("labkit.deploy.coordinator", "coordinator"),
-            ("labkit.deploy.evaluator", "evaluator"), ("jupyterlab", "jupyter server"))  # the first that matches
+            ("labkit.deploy.evaluator", "evaluator"), ("labkit.runtime.isolation", "kernel launcher"),
+            ("jupyterlab", "jupyter server"))  # the first that matches
 HIDE_PSS = "LABKIT_HIDE_PSS"
 
 
