@@ -9,7 +9,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from labkit.runtime import processes
 import support
 
 TESTS = Path(__file__).resolve().parent
@@ -28,6 +27,7 @@ CONFTEST = textwrap.dedent("""
 START_SERVER = textwrap.dedent("""
     import json, os, subprocess, sys
     import portpicker
+    from labkit.runtime import processes
 
     def start_server():
         ps, worker = (f"localhost:{portpicker.pick_unused_port()}" for _ in range(2))
