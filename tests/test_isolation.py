@@ -2,6 +2,7 @@
 the way `make lab` starts it cannot be reached on this machine's network address; with isolation off
 they can; Jupyter's interrupt still reaches the kernel, and nothing is left running."""
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -9,7 +10,7 @@ import time
 import psutil
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import start_new_kernel
+from jupyter_client.manager import KernelManager, start_new_kernel
 
 from labkit.runtime import isolation, processes
 from labkit.tools import doctor, kernelspec
@@ -103,3 +104,37 @@ def run_labkit(*arguments):
     done = subprocess.run([sys.executable, "-m", "labkit.tools.cli", *arguments], capture_output=True, text=True,
                           timeout=60, check=True)
     return done.stdout
+
+
+FORBIDS_NAMESPACES = ("echo 0 > /proc/sys/user/max_user_namespaces && "  # in a user namespace of its own: the
+                      "exec \"$@\"")                                     # host's setting is untouched
+
+
+@pytest.mark.cluster
+@NEEDS_AN_ADDRESS
+@pytest.mark.skipif(not shutil.which("unshare") or isolation.why_not_isolated() is not None,
+                    reason="needs util-linux's unshare and a system that lets users make namespaces")
+def test_where_the_system_forbids_namespaces_the_kernel_starts_exposed_and_says_so_once():
+    spec = KernelSpecManager().get_kernel_spec("pslab")
+    manager = KernelManager(kernel_name="pslab")
+    manager.kernel_spec.argv = ["unshare", "--user", "--map-root-user", "sh", "-c", FORBIDS_NAMESPACES, "sh", *spec.argv]
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        printed = []
+        client.execute_interactive(
+            "import json, labkit\nfrom labkit.runtime import isolation\n"
+            "first = labkit.LocalCluster(1, 1, name='exposed-1'); second = labkit.LocalCluster(1, 1, name='exposed-2')\n"
+            "print(json.dumps([isolation.network_status(), isolation.from_outside([first.tasks[0].port])]))\n"
+            "first.stop(); second.stop()", timeout=120,
+            output_hook=lambda message: printed.append(message["content"].get("text", "")))
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel()
+    text = "".join(printed)
+    (network, why), tried = json.loads(text.strip().splitlines()[-1])
+    assert (network, why) == ("exposed", "this system does not let users make network namespaces (unshare failed)")
+    assert list(tried.values()) == ["accepted"], tried
+    assert text.count("labkit: the task ports are reachable from other machines") == 1, text
