@@ -14,7 +14,6 @@ import html
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from pathlib import Path
 import portpicker
 import psutil
 
+import labkit
 from labkit.runtime import children, isolation, processes, tfconfig, tfruntime
 
 HOST = "localhost"
@@ -355,7 +355,7 @@ def _say_once_if_exposed():
     """One line, once per kernel, when its tasks are not in a private network namespace (scripts print
     nothing: their output may be read by programs)."""
     network, why = isolation.network_status()
-    if network != isolation.ISOLATED and "ipykernel" in sys.modules:
+    if network != isolation.ISOLATED and labkit._in_a_jupyter_kernel():
         print(f"labkit: the task ports are reachable from other machines, unauthenticated ({why}): use a network "
               f"you trust, or the firewall steps in {isolation.FIREWALL_STEPS}.")
 

@@ -130,22 +130,21 @@ class FaultInjector:
     the step counter on the PS reaches that step, while the workers run the closures after it; a
     restart does not wait for the counter. Each event goes into the timeline at the counter read when
     it happened, not at the fault's step.
-    ``restarted``: task -> the closures each worker had run when the coordinator had reconnected it
-    (``job.closures_by_worker``); ``closures_since_restart`` counts what each ran after.
+    ``restarted``: task -> (the job, the closures each worker had run when the coordinator had reconnected
+    it: ``job.closures_by_worker``); ``closures_since_restart`` counts what each ran after.
     """
 
     def __init__(self, cluster, faults):
         self.cluster, self.pending, self.restarted = cluster, sorted(faults, key=lambda fault: fault.step), {}
-        self.job = None  # the job it was last called with
 
     def closures_since_restart(self, task):
         """Closures each worker ran since ``task`` was restarted and reconnected: "worker:i" -> count."""
-        now = self.job.closures_by_worker.numpy()
-        return {f"worker:{index}": int(count - then) for index, (count, then) in enumerate(zip(now, self.restarted[task]))}
+        job, then = self.restarted[task]
+        now = job.closures_by_worker.numpy()
+        return {f"worker:{index}": int(count - before) for index, (count, before) in enumerate(zip(now, then))}
 
     def __call__(self, job, report, scheduled_to, more):
         """Apply the faults due; return the step counter read right before a parameter server was killed, or None."""
-        self.job = job
         beyond = (job.num_workers if more else 0) * job.steps_per_closure
         killed_ps_at, restarted = None, []
         while self.pending and self.pending[0].step + beyond <= scheduled_to:
@@ -164,7 +163,7 @@ class FaultInjector:
         for fault, pid, cpu_at_restart in restarted:  # the coordinator reconnects once no worker is dead
             if _wait_until_reconnected(pid, cpu_at_restart):
                 report.timeline.add(_step_now(job), f"the coordinator reconnected {fault.task}")
-            self.restarted[fault.task] = job.closures_by_worker.numpy()
+            self.restarted[fault.task] = (job, job.closures_by_worker.numpy())
         return killed_ps_at
 
 

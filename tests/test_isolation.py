@@ -115,9 +115,9 @@ FORBIDS_NAMESPACES = ("echo 0 > /proc/sys/user/max_user_namespaces && "  # in a 
 @pytest.mark.skipif(not shutil.which("unshare") or isolation.why_not_isolated() is not None,
                     reason="needs util-linux's unshare and a system that lets users make namespaces")
 def test_where_the_system_forbids_namespaces_the_kernel_starts_exposed_and_says_so_once():
-    spec = KernelSpecManager().get_kernel_spec("pslab")
     manager = KernelManager(kernel_name="pslab")
-    manager.kernel_spec.argv = ["unshare", "--user", "--map-root-user", "sh", "-c", FORBIDS_NAMESPACES, "sh", *spec.argv]
+    manager.kernel_spec.argv = ["unshare", "--user", "--map-root-user", "sh", "-c", FORBIDS_NAMESPACES, "sh",
+                                *manager.kernel_spec.argv]
     manager.start_kernel()
     client = manager.client()
     client.start_channels()

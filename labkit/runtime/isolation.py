@@ -217,7 +217,7 @@ def launch_kernel(connection_file, kernel_arguments=()):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Jupyter interrupts the process group: the kernel gets it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # clean up below, then go
     try:
-        return asyncio.run(_serve(dict(outside, ip=inside["ip"]), kernel, way_out))
+        return asyncio.run(_serve(inside, kernel, way_out))
     finally:
         kernel.kill()
         kernel.wait()
