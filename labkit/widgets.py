@@ -1,6 +1,7 @@
 """A live dashboard of a LocalCluster for JupyterLab, made of ipywidgets.
 
-One row per task: its name, address, pid, alive or dead, CPU %, memory, uptime and the
+One row per task: its name, address, pid, alive or dead, CPU %, memory (PSS, as every memory figure
+of the kit; USS where the system has no PSS), uptime and the
 last log line, with buttons that kill and restart the task. Below the rows, a training
 panel shows what ``labkit.train.run(..., on_progress=dashboard.show_training)`` reports.
 
@@ -19,6 +20,8 @@ import time
 import ipywidgets as widgets
 import psutil
 
+from labkit.runtime import processes
+
 # key: (heading, width) of each column; the key also names its cells' CSS class ("labkit-state").
 COLUMNS = {"task": ("task", "70px"), "address": ("address", "140px"), "pid": ("pid", "65px"),
            "state": ("state", "70px"), "cpu": ("CPU", "55px"), "memory": ("memory", "75px"),
@@ -36,10 +39,12 @@ class ClusterDashboard:
         self._lock = threading.Lock()  # the thread and the buttons both refresh
         self._closed = threading.Event()
         self._thread = None
+        self.memory_measure = processes.memory_measure()
         self.cells = {}  # task name -> column key -> the HTML widget showing it
         self.buttons = {}  # task name -> "kill" / "restart" -> its Button
-        headings = {key: widgets.HTML(f"<b>{heading}</b>") for key, (heading, _) in COLUMNS.items()}
-        rows = [_row(headings, {}, "heading")] + [self._task_row(task) for task in cluster.tasks]
+        self.headings = {key: widgets.HTML(f"<b>{heading}</b>") for key, (heading, _) in COLUMNS.items()}
+        self.headings["memory"].value = f"<b>memory ({self.memory_measure.upper()})</b>"
+        rows = [_row(self.headings, {}, "heading")] + [self._task_row(task) for task in cluster.tasks]
         self.training = widgets.HTML("<b>training</b>: no progress reported yet")
         self.message = widgets.HTML()
         self.view = widgets.VBox([*rows, self.training, self.message])
@@ -69,14 +74,15 @@ class ClusterDashboard:
                                f"{history.steps_per_second[-1]:.1f} steps/s")
 
     def _usage(self, pid):
-        """CPU % since the previous refresh and resident memory in MB, or None if the process is gone."""
+        """CPU % since the previous refresh and memory in MB (``memory_measure``), or None if the process is gone."""
         try:
             if pid not in self._processes:
                 self._processes[pid] = psutil.Process(pid)
-            process = self._processes[pid]
-            return process.cpu_percent(), process.memory_info().rss / 2**20
+            cpu_percent = self._processes[pid].cpu_percent()
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return None
+        memory = processes.memory_bytes(pid, self.memory_measure)
+        return None if memory is None else (cpu_percent, memory / 1e6)
 
     # ----- refreshing -------------------------------------------------------
     @property

@@ -4,8 +4,8 @@
         --output /tmp/nb03.ipynb notebooks/03_custom_training_loop.ipynb
 
 macOS has no `ss` (iproute2), so labkit.traffic counts bytes on the loopback interface instead of
-on each socket, and no PSS, so labkit.tools.memory counts USS. PATH becomes one temporary directory
-of links to every program on PATH but `ss`; LABKIT_HIDE_PSS=1 makes labkit.tools.memory ignore
+on each socket, and no PSS, so labkit counts memory as USS. PATH becomes one temporary directory
+of links to every program on PATH but `ss`; LABKIT_HIDE_PSS=1 makes labkit's memory figures ignore
 PSS. The kernels and task processes the command starts inherit both. tests/conftest.py runs the
 smoke notebooks and the exercise solutions this way.
 """
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 HIDDEN_PROGRAMS = ("ss",)
-HIDE_PSS = "LABKIT_HIDE_PSS"  # read by labkit.tools.memory
+HIDE_PSS = "LABKIT_HIDE_PSS"  # read by labkit.runtime.processes.memory_measure
 
 
 def path_without(hidden, path, directory):

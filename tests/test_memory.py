@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from labkit.tools import memory
+from labkit.runtime import processes
 from labkit.tools.memory import PeakMemory, task_name
 
 HOLD_300_MB = "import time; block = bytearray(300_000_000); block[::4096] = b'x' * len(block[::4096]); time.sleep(3)"
@@ -32,7 +32,7 @@ def test_the_peaks_count_every_child_and_its_private_memory():
 
 
 def test_without_pss_as_on_macos_the_peaks_are_uss_and_say_so(monkeypatch):
-    monkeypatch.setenv(memory.HIDE_PSS, "1")
+    monkeypatch.setenv(processes.HIDE_PSS, "1")
     sampled = two_children_holding_300_mb()
     assert sampled.measure == "uss"
     assert sampled.peak_mb >= 600, "the private pages the children touched"
@@ -41,8 +41,16 @@ def test_without_pss_as_on_macos_the_peaks_are_uss_and_say_so(monkeypatch):
 
 @pytest.mark.parametrize("hidden, expected", [("", "pss"), ("1", "uss")])
 def test_the_measure_is_pss_unless_hidden(monkeypatch, hidden, expected):
-    monkeypatch.setenv(memory.HIDE_PSS, hidden)
-    assert memory.measure() == expected
+    monkeypatch.setenv(processes.HIDE_PSS, hidden)
+    assert processes.memory_measure() == expected
+
+
+def test_a_process_memory_by_each_measure_and_none_once_gone(sleeper):
+    sizes = {measure: processes.memory_bytes(sleeper.pid, measure) for measure in ("uss", "pss", "rss")}
+    assert 0 < sizes["uss"] <= sizes["pss"] <= sizes["rss"], sizes
+    sleeper.kill()
+    sleeper.wait()
+    assert processes.memory_bytes(sleeper.pid, "pss") is None
 
 
 def test_with_no_child_running_the_peaks_stay_zero():

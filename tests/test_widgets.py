@@ -39,6 +39,7 @@ def test_every_row_shows_a_live_task_process(cluster, dashboard):
         assert cells["cpu"].endswith(" %") and cells["uptime"].endswith(" s")
         assert float(cells["memory"].removesuffix(" MB")) > 100, "a task process holds TensorFlow"
         assert html.escape(task.log_tail(1)) in cells["log"], "TensorFlow may log after labkit's 'serving at'"
+    assert dashboard.headings["memory"].value == "<b>memory (PSS)</b>", "the measure every memory figure uses"
 
 
 def test_a_kill_shows_dead_and_the_buttons_restart_and_kill(cluster, dashboard):

@@ -38,6 +38,7 @@ TAIL_BLOCK_BYTES = 8192
 # labkit.runtime.server's exit code for "another program holds my port": the starter may pick another and retry.
 # (Here, not in server.py: `python -m labkit.runtime.server` must not be imported as a module first.)
 EXIT_PORT_IN_USE = 75
+HIDE_PSS = "LABKIT_HIDE_PSS"  # set to 1 to count memory as on macOS (USS), where PSS does not exist
 
 
 class ServingError(RuntimeError):
@@ -172,6 +173,23 @@ def cpu_seconds(pid):
         return times.user + times.system
     except psutil.NoSuchProcess:
         return 0.0
+
+
+def memory_measure():
+    """How to count a process's memory: "pss" where the system reports it (Linux) and HIDE_PSS is unset, else "uss".
+
+    PSS divides each shared page among the processes that map it, so it adds up over processes; USS
+    (the private pages alone) understates a process; RSS counts shared libraries once per process."""
+    has_pss = "pss" in psutil.Process().memory_full_info()._fields
+    return "pss" if has_pss and not os.environ.get(HIDE_PSS) else "uss"
+
+
+def memory_bytes(pid, measure):
+    """A process's memory counted by ``measure`` ("pss", "uss" or "rss"), or None if it is gone."""
+    try:
+        return getattr(psutil.Process(pid).memory_full_info(), measure)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
 
 
 class Watcher:

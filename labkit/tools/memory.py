@@ -8,11 +8,10 @@ shared with other jobs' processes, so on a busy machine it understates what the 
 any one of them (their shared pages are mostly the same libraries, counted once).
 
 PSS exists only on Linux. Elsewhere (macOS, Windows), or with LABKIT_HIDE_PSS=1 (to try that route on
-Linux), each process counts by its USS instead, which leaves out every shared page and so understates
-the run; the peaks' keys name the measure used (``peak_pss_mb`` or ``peak_uss_mb``).
+Linux), each process counts by its USS instead (``processes.memory_measure``), which leaves out every
+shared page and so understates the run; the peaks' keys name the measure used (``peak_pss_mb`` or ``peak_uss_mb``).
 """
 import json
-import os
 from pathlib import Path
 
 import psutil
@@ -23,13 +22,6 @@ MB = 1e6
 PROGRAMS = (("ipykernel_launcher", "kernel"), ("labkit.deploy.coordinator", "coordinator"),
             ("labkit.deploy.evaluator", "evaluator"), ("labkit.runtime.isolation", "kernel launcher"),
             ("jupyterlab", "jupyter server"))  # the first that matches
-HIDE_PSS = "LABKIT_HIDE_PSS"
-
-
-def measure():
-    """What each process counts by: "pss" where the system reports it (Linux) and HIDE_PSS is unset, else "uss"."""
-    has_pss = "pss" in psutil.Process().memory_full_info()._fields
-    return "pss" if has_pss and not os.environ.get(HIDE_PSS) else "uss"
 
 
 def task_name(process):
@@ -53,12 +45,12 @@ def _task_in_tf_config(process):
 
 class PeakMemory(processes.Watcher):
     """While its ``with`` block runs, samples this process's children (a kernel and the processes it
-    starts) and keeps the peaks, in MB: the summed ``measure()`` (PSS, else USS), summed RSS, the alone
-    estimate and each task's ``measure()``."""
+    starts) and keeps the peaks, in MB: the summed ``processes.memory_measure()`` (PSS, else USS), summed RSS, the alone
+    estimate and each task's."""
 
     def __init__(self, interval=0.5):
         super().__init__(interval)
-        self.measure = measure()
+        self.measure = processes.memory_measure()
         self.peak_mb = self.rss_mb = self.alone_mb = 0
         self.task_mb = {}
 
