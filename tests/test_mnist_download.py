@@ -1,5 +1,6 @@
 """The full-MNIST path: a download that says what it does and fails cleanly, and the timing stand-in."""
 import http.server
+import os
 import threading
 
 import numpy as np
@@ -13,7 +14,7 @@ from labkit.data import load_mnist
 @pytest.fixture
 def empty_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(data, "KERAS_CACHE", tmp_path / "datasets" / "mnist.npz")
-    monkeypatch.delenv("LABKIT_OFFLINE", raising=False)
+    monkeypatch.setenv("LABKIT_OFFLINE", "")  # not "1": try the download (and restore the variable afterwards)
     monkeypatch.delenv("LABKIT_MNIST_SOURCE", raising=False)
     return data.KERAS_CACHE
 
@@ -36,6 +37,10 @@ def test_unreachable_download_falls_back_and_says_where_and_why(empty_cache, mon
     assert f"downloading full MNIST (11 MB) from {data.MNIST_URL} to {empty_cache}" in said
     assert "timeout 30 s" in said and "full MNIST unavailable" in said and "LABKIT_OFFLINE=1" in said
     assert "offline MNIST subset" in subset.source and not empty_cache.exists()
+    again = load_mnist()
+    assert "downloading" not in capsys.readouterr().out, "one failed download: not again in this process"
+    assert os.environ["LABKIT_OFFLINE"] == "1", "nor in the programs it starts (they inherit the variable)"
+    assert again.source == subset.source
 
 
 def test_a_download_that_is_not_mnist_is_refused_and_not_cached(empty_cache, monkeypatch, wrong_file_url):
