@@ -462,9 +462,10 @@ def _still_running(descendants):
 
 
 def stop_marked(token, worker, adopted=(), grace_seconds=LEFTOVER_GRACE_SECONDS):
-    """Kill ``worker``, its descendants, the ``adopted`` processes and every process whose environment carries
-    ``token`` (after ``grace_seconds`` for the marked ones to exit on their own). Return "name (pid)" of those that had to
-    be killed and of those that survived even that (never raised: the rest of the class goes on)."""
+    """Stop ``worker``, its descendants, the ``adopted`` processes and every process whose environment carries
+    ``token``, after ``grace_seconds`` for the marked ones to exit on their own (``processes.stop_others``:
+    SIGTERM, then SIGKILL). Return "name (pid)" of those that had to be stopped and of those still running even
+    then (never raised: the rest of the class goes on)."""
     def marked():
         found = list(adopted)
         for process in psutil.process_iter(["pid", "name", "environ"]):
@@ -476,21 +477,12 @@ def stop_marked(token, worker, adopted=(), grace_seconds=LEFTOVER_GRACE_SECONDS)
             pass
         return [process for process in {p.pid: p for p in found}.values() if processes.running(process.pid)]
 
-    deadline = time.monotonic() + grace_seconds
-    while set(marked()) - set(adopted) and time.monotonic() < deadline:  # an adopted one never exits on its own
-        time.sleep(0.2)
+    # an adopted process has lost its parent, so it never exits on its own: no grace for it
+    processes.wait_until_gone([process.pid for process in marked() if process not in adopted], grace_seconds)
     left = marked()
     killed = [f"{_name(process)} ({process.pid})" for process in left if process.pid != worker.pid]
-    for process in left:
-        try:
-            process.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(left, timeout=10)
-    try:
-        worker.wait(0)
-    except (psutil.TimeoutExpired, OSError):
-        pass
+    processes.stop_others(left)
+    worker.poll()  # reaps it
     survivors = [f"{_name(process)} ({process.pid})" for process in marked()]
     return killed, survivors
 
