@@ -30,7 +30,10 @@ EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
 EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences beyond the spread",
               "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
+EX3_CHECKS = ["checkpoints saved", "resumed from the checkpoint", "trained to the end"]
+ALL_CHECKS = len(EX1_CHECKS + EX2_CHECKS + EX3_CHECKS + EX4_CHECKS + EX5_CHECKS)  # every exercise's: the total's maximum
 EX_TITLES = {"ex1": "Exercise 1 · A parameter-server cluster by hand", "ex2": "Exercise 2 · Gradient compression",
+             "ex3": "Exercise 3 · Checkpoints and recovery",
              "ex4": "Exercise 4 · Training time against the number of workers",
              "ex5": "Exercise 5 · Asynchronous updates with staleness checks"}
 # Gradescope's results.json as its autograder specification describes it (the fields the kit writes).
@@ -180,19 +183,23 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
     learners = read_grades(out)
     assert sorted(learners) == ["101", "102", "103"]
     ada, grace, alan = learners["101"], learners["102"], learners["103"]
-    assert ada["name"] == "Lovelace, Ada" and ada["total"] == "0" and ada["max_total"] == str(len(EX1_CHECKS + EX5_CHECKS))
+    assert ada["name"] == "Lovelace, Ada" and ada["total"] == "0" and ada["max_total"] == str(ALL_CHECKS), \
+        "the total is out of every check of every exercise, handed in or not"
     assert checks_of(ada, "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
     assert "ex1: handed in late" in ada["notes"]
     assert "ex1: graded the latest, ex1_basic_cluster-1.ipynb; not graded: ex1_basic_cluster.ipynb" in ada["notes"]
     assert "not notebooks, not graded: report.pdf" in grace["notes"] and "ex1_basic_cluster.ipynb: error" in grace["notes"]
     assert checks_of(alan, "ex5") == dict.fromkeys(EX5_CHECKS, "not submitted") and "no notebook handed in" in alan["notes"]
-    assert "Total: **0** of 8 checks" in (out / "101" / "feedback.md").read_text()
+    feedback = (out / "101" / "feedback.md").read_text()
+    assert f"Total: **0** of {ALL_CHECKS} checks passed" in feedback
+    assert "- Exercise 1: 0 of 4\n" in feedback and "- Exercise 2: 0 of 2 (not submitted)" in feedback
     with open(out / "canvas.csv") as file:
         canvas = list(csv.reader(file))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", EX_TITLES["ex1"],
-                         EX_TITLES["ex5"], "PS Lab exercises"], "a column per exercise graded, then the total"
-    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "4", "8"]
-    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0"] and len(canvas) == 5
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *EX_TITLES.values(),
+                         "PS Lab exercises"], "a column per exercise, then the total"
+    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "2", "3", "4", "4", str(ALL_CHECKS)], \
+        "Canvas's points possible: each exercise's checks, and every check for the total"
+    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0", "0", "0", "0"] and len(canvas) == 5
 
     moodle = tmp_path / "moodle"
     submit(moodle, {"Ada Lovelace_201_assignsubmission_file_/ex5_staleness_checks": nbformat.reads(blank_ex5, 4)})
@@ -297,11 +304,16 @@ def test_grading_a_class(tmp_path, monkeypatch):
     with open(out / "canvas.csv") as file:
         canvas = {row["Student"]: row for row in csv.DictReader(file)}
     assert {column: canvas["    Points Possible"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
-        == {EX_TITLES["ex1"]: "4", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "4", EX_TITLES["ex5"]: "4",
-            "Exercises (4567)": "14"}, "Canvas's Points Possible row: each exercise's checks, and their sum"
+        == {EX_TITLES["ex1"]: "4", EX_TITLES["ex2"]: "2", EX_TITLES["ex3"]: "3", EX_TITLES["ex4"]: "4",
+            EX_TITLES["ex5"]: "4", "Exercises (4567)": str(ALL_CHECKS)}, \
+        "Canvas's Points Possible row: each exercise's checks, and their sum"
     assert {column: canvas["ada"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
-        == {EX_TITLES["ex1"]: "1", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "0", EX_TITLES["ex5"]: "0",
-            "Exercises (4567)": "3"}, "ada's exercises and total in their own columns"
+        == {EX_TITLES["ex1"]: "1", EX_TITLES["ex2"]: "2", EX_TITLES["ex3"]: "0", EX_TITLES["ex4"]: "0",
+            EX_TITLES["ex5"]: "0", "Exercises (4567)": "3"}, "ada's exercises and total in their own columns"
+    feedback = (out / "ada" / "feedback.md").read_text()
+    assert f"Total: **3** of {ALL_CHECKS} checks passed" in feedback and learners["ada"]["max_total"] == str(ALL_CHECKS), \
+        "feedback.md, grades.csv and canvas.csv give one total out of one maximum"
+    assert "- Exercise 1: 1 of 4\n" in feedback and "- Exercise 2: 2 of 2\n" in feedback
     assert "ex1: kernel died" in learners["ada"]["notes"]
     assert checks_of(rows["dee", "ex4"], "ex4") == {**dict.fromkeys(EX4_CHECKS, "passed"), "timed on the cluster": "failed"}
     assert learners["dee"]["total"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()
@@ -416,4 +428,6 @@ def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_pat
     assert all(tests[f"ex1: {check}"]["score"] == 0 and tests[f"ex1: {check}"]["output"].startswith("not submitted")
                for check in EX1_CHECKS)
     assert "not notebooks, not graded: notes.txt" in report["output"], "the learner's feedback.md is the output"
+    assert "Total: **3** of 8 checks passed" in report["output"] and sum(test["max_score"] for test in tests.values()) == 8, \
+        "the feedback's total is Gradescope's score, out of the same maximum"
     assert processes_of(tmp_path / "tmp") == []

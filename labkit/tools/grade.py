@@ -3,13 +3,14 @@
 SUBMISSIONS is a folder, or a Canvas or Moodle bulk-download .zip (unpacked into ``DIR/_unpacked``);
 ``labkit.tools.submissions`` says which learner each file belongs to. Per learner and exercise the
 latest notebook is graded, in ``DIR/<learner>/<exercise>/``; the submissions themselves are only read.
-``DIR/grades.csv`` has one row per learner: per exercise its score (one point per passed check) and
-per check ``passed``, ``failed``, ``not attempted`` or ``not submitted``; each written answer
-``answered`` or ``not attempted`` (for the instructor to read); the total; and notes (a timeout, a cell
-stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file that is not a notebook). ``DIR/notebooks.csv``
-has one row per graded notebook (status, score, seconds, why it ended). ``DIR/<learner>/feedback.md``
-gives each failing check's message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's
-gradebook import.
+``DIR/grades.csv`` has one row per learner: per exercise of ``--reference`` its score (one point per passed
+check) and per check ``passed``, ``failed``, ``not attempted`` or ``not submitted``; each written answer
+``answered`` or ``not attempted`` (for the instructor to read, no points); the total, out of every check of
+every reference exercise (``gradebook.points_possible``: feedback.md and the exports count the same); and
+notes (a timeout, a cell stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file
+that is not a notebook). ``DIR/notebooks.csv`` has one row per graded notebook (status, score, seconds, why
+it ended). ``DIR/<learner>/feedback.md`` gives the total, each exercise's score and each failing check's
+message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's gradebook import.
 
 How the grader decides, and what it trusts:
 
@@ -297,10 +298,10 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
     gradebook.write_grades(table, columns, out_dir / "grades.csv")
     for row in table:
         gradebook.write_feedback(_learner_folder(out_dir, row["learner"]) / "feedback.md", learners[row["learner"]],
-                                 row, [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
+                                 row, exercise_list,
+                                 [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
     if export == "canvas":
-        gradebook.write_canvas(table, learners, gradebook.exercises_graded(rows, exercise_list), assignment,
-                               out_dir / "canvas.csv")
+        gradebook.write_canvas(table, learners, exercise_list, assignment, out_dir / "canvas.csv")
     print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
           f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
     return table, rows
