@@ -254,6 +254,43 @@ def test_a_cluster_over_the_task_limit_is_refused_before_any_process_starts(monk
         LocalCluster(num_workers=16, num_ps=1, name="too-big")
 
 
+def unpacked_autograder(tmp_path, *names):
+    """The autograder built for the exercises ``names``, unpacked as Gradescope does (into ROOT/source, with the
+    scripts' modes as unzip sets them): ROOT."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for name in names:
+        shutil.copy(EXERCISES / name, reference)
+    autograder = tmp_path / "autograder.zip"
+    cli.main(["grade", "--gradescope-autograder", str(autograder), "--reference", str(reference),
+              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300"])
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(autograder) as archive:
+        modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
+        archive.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):  # as unzip does (extractall drops the modes)
+        (root / "source" / name).chmod(modes[name] & 0o777)
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111, "Gradescope runs both scripts"
+    return root
+
+
+def test_the_autograders_setup_is_the_makefiles_install_in_its_own_folder(tmp_path):
+    """What can be checked without Gradescope's image: both scripts parse, setup.sh ends in `make install`, and
+    in the unpacked folder that install finds every file it needs and a Python the kit supports (make -n: the
+    commands it would run, none run). No kernel starts."""
+    source = unpacked_autograder(tmp_path, EX1) / "source"
+    for name in ("setup.sh", "run_autograder"):
+        assert subprocess.run(["bash", "-n", str(source / name)]).returncode == 0, f"{name} does not parse"
+    assert (source / "setup.sh").read_text().rstrip().endswith("\nmake install"), "setup.sh installs as learners do"
+    dry = subprocess.run(["make", "-n", "install"], cwd=source, capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0, f"make install cannot run in the autograder's folder: {dry.stderr}"
+    assert "pip install" in dry.stdout and " -e ." in dry.stdout and "ipykernel install --sys-prefix --name pslab" in dry.stdout
+    found = subprocess.run(["sh", "scripts/find_python.sh"], cwd=source, capture_output=True, text=True)
+    assert found.returncode == 0 and found.stdout.strip(), found.stderr
+    assert (source / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \
+        "the autograder installs the kit's own pins"
+
+
 # ----- running the notebooks ---------------------------------------------------------------------
 LEAVES_A_DETACHED_PROCESS = (  # it also shows what a graded notebook sees of the grader's environment
     "import json, os, subprocess\n"
@@ -390,23 +427,7 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
 def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_path):
     """The zip built for ex1 and ex4, unpacked as Gradescope does into a temporary root (its .venv: this one,
     as setup.sh's `make install` would make it), grades a wrong ex4 and writes results.json as Gradescope reads it."""
-    reference = tmp_path / "reference"
-    reference.mkdir()
-    for name in (EX1, EX4):
-        shutil.copy(EXERCISES / name, reference)
-    autograder = tmp_path / "autograder.zip"
-    cli.main(["grade", "--gradescope-autograder", str(autograder), "--reference", str(reference),
-              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300"])
-    root = tmp_path / "autograder"
-    with zipfile.ZipFile(autograder) as archive:
-        modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
-        archive.extractall(root / "source")
-    for name in ("setup.sh", "run_autograder"):  # as unzip does (extractall drops the modes)
-        (root / "source" / name).chmod(modes[name] & 0o777)
-    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111, "Gradescope runs both scripts"
-    assert "make install" in (root / "source" / "setup.sh").read_text()
-    assert (root / "source" / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \
-        "the autograder installs the kit's own pins"
+    root = unpacked_autograder(tmp_path, EX1, EX4)
     assert sorted(path.name for path in (root / "source" / "exercises").iterdir()) == [EX1, EX4]
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
     (root / "source" / ".venv").symlink_to(sys.prefix)
