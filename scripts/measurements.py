@@ -76,7 +76,8 @@ def items():
     """(name, folder, command, MNIST source or None, the page's section) of every measurement, in the order they run."""
     found = [("tests", OUT / "tests", ["make", "test-fast", "test"], AS_CI, "tests")]
     found += [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None, "startup")]
-    found += [sweep_item(notebook.stem, OUT / directory, notebook, None, directory) for directory, notebook in shipped_notebooks()]
+    found += [sweep_item(notebook.stem, OUT / directory, notebook, None, directory)
+              for directory, notebook in shipped_notebooks()]
     for name, stem, parameters, source, _ in VARIANTS:
         folder = OUT / "variants" / name
         found.append((name, folder, [*LABKIT, "sweep", str(ROOT / "notebooks" / f"{stem}.ipynb"), *parameters,
@@ -560,9 +561,9 @@ def grading_section(log):
     notebooks = result["notebooks"]
     flags = " ".join(f"--{name.replace('_', '-')} {value:g}" for name, value in result["flags"].items())
     lines += [f"`labkit grade --jobs {result['jobs']} {flags}` over a class of {len(notebooks)} notebooks: "
-              f"{len({row['learner'] for row in notebooks})} learners, each handing in every exercise, built by",
-              "`scripts/measurements.py` from `solutions/` and `exercises/` (the kinds below). Every exercise at its",
-              f"defaults ({load_of(log, 'grading')}).", "",
+              f"{len({row['learner'] for row in notebooks})} learners,",
+              "each handing in every exercise, built by `scripts/measurements.py` from `solutions/` and `exercises/`",
+              f"as the first column says; every exercise at its defaults ({load_of(log, 'grading')}).", "",
               f"**{minutes(result['seconds'])}** for the class; at its peak {gigabytes(result['peak_pss_mb'])} of memory "
               f"(PSS of every grader worker, kernel and task; {gigabytes(result['peak_alone_mb'])} alone).", "",
               "| handed in | notebooks | status | checks passed | seconds each (median, longest) |",
@@ -574,9 +575,15 @@ def grading_section(log):
         statuses = Counter(row["status"] for row in mine)
         seconds = [float(row["seconds"]) for row in mine]
         lines.append(f"| {what} | {len(mine)} | {', '.join(f'{status} ({count})' for status, count in statuses.items())} "
-                     f"| {sum(row['score'] for row in mine)} of {sum(row['max_score'] for row in mine)} "
+                     f"| {checks_passed(mine)} "
                      f"| {median(seconds):.0f}, {max(seconds):.0f} |")
     return lines + [""]
+
+
+def checks_passed(rows):
+    """"N of M" checks passed over graded notebooks' ``rows``; "none graded" if none had a check (unreadable files)."""
+    possible = sum(row["max_score"] for row in rows)
+    return f"{sum(row['score'] for row in rows)} of {possible}" if possible else "none graded"
 
 
 def variants_section(log):
