@@ -68,7 +68,7 @@ lab-small: ## make lab for laptops with little memory: the offline MNIST subset 
 # executed copies, one test at a time each (loadgroup: an ungrouped test is a unit of its own), so that
 # the browser's two long ones run side by side. That call collects only the files that hold readers
 # (none imports TensorFlow); tests/conftest.py fails a run whose readers sit elsewhere.
-READERS := $(shell grep -l "mark.reads" tests/test_*.py)
+READERS := $(shell grep -ls "mark.reads" tests/test_*.py)
 test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not reads"
 	$(PY) -m pytest -n 2 --dist loadgroup -m reads $(READERS)

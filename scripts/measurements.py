@@ -10,7 +10,8 @@ It runs, one after the other, each into its own folder of runs/measurements/:
 (``labkit sweep`` without -p: wall time, peak memory, the results it records), and again in the
 small-laptop setting (the offline MNIST subset of ``make lab-small``); the workshop day (the 3-hour
 plan's notebooks in one JupyterLab, kernels left open as learners leave them, ``--workshop-day``)
-with full-size MNIST and in the small-laptop setting;
+with full-size MNIST and in the small-laptop setting; a class of 30 notebooks graded with
+``labkit grade --jobs 2`` (``--grade-class``);
 ``labkit bench --report`` (notebook 08 over the full speed sweep); and ``scripts/stress_faults.py``
 (every kind of the fault matrix, STRESS_ROUNDS rounds each). It is resumable: an item
 that finished is kept, one that failed or was interrupted is run again. Each item's start,
@@ -72,24 +73,28 @@ TEST_CALLS = [("unit", "`make test-fast`"), ("not-reads", "`make test`, first ca
 
 
 def items():
-    """(name, folder, command, MNIST source or None) of every measurement, in the order they run."""
-    found = [("tests", OUT / "tests", ["make", "test-fast", "test"], AS_CI)]
-    found += [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None)]
-    found += [sweep_item(notebook.stem, OUT / directory, notebook, None) for directory, notebook in shipped_notebooks()]
+    """(name, folder, command, MNIST source or None, the page's section) of every measurement, in the order they run."""
+    found = [("tests", OUT / "tests", ["make", "test-fast", "test"], AS_CI, "tests")]
+    found += [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None, "startup")]
+    found += [sweep_item(notebook.stem, OUT / directory, notebook, None, directory)
+              for directory, notebook in shipped_notebooks()]
     for name, stem, parameters, source, _ in VARIANTS:
         folder = OUT / "variants" / name
         found.append((name, folder, [*LABKIT, "sweep", str(ROOT / "notebooks" / f"{stem}.ipynb"), *parameters,
-                                     "--out", str(folder)], source))
-    found += [sweep_item(f"{SMALL_LAPTOP_PREFIX}{notebook.stem}", OUT / "small-laptop" / directory, notebook, SMALL_LAPTOP)
-              for directory, notebook in shipped_notebooks()]
+                                     "--out", str(folder)], source, "variants"))
+    found += [sweep_item(f"{SMALL_LAPTOP_PREFIX}{notebook.stem}", OUT / "small-laptop" / directory, notebook, SMALL_LAPTOP,
+                         "small-laptop") for directory, notebook in shipped_notebooks()]
     found += [(f"day-{setting}", OUT / "day" / setting,
                [sys.executable, str(Path(__file__).resolve()), "--workshop-day", str(OUT / "day" / setting / "day.json")],
-               source) for setting, source, _, _ in DAY_SETTINGS]
+               source, "day") for setting, source, _, _ in DAY_SETTINGS]
+    found.append(("grading", OUT / "grading",
+                  [sys.executable, str(Path(__file__).resolve()), "--grade-class", str(OUT / "grading" / "grading.json")],
+                  None, "grading"))
     found.append(("bench-report", OUT / "bench-report",
-                  [*LABKIT, "bench", "--report", "--out", str(OUT / "bench-report")], None))
+                  [*LABKIT, "bench", "--report", "--out", str(OUT / "bench-report")], None, "bench-report"))
     found.append(("stress", OUT / "stress", [sys.executable, str(ROOT / "scripts" / "stress_faults.py"),
                                              "--rounds", str(STRESS_ROUNDS), "--json", str(OUT / "stress" / "stress.json")],
-                  "offline-subset"))
+                  "offline-subset", "stress"))
     return found
 
 
@@ -99,10 +104,10 @@ def shipped_notebooks():
             for notebook in sorted((ROOT / directory).glob("*.ipynb"))]
 
 
-def sweep_item(name, parent, notebook, source):
+def sweep_item(name, parent, notebook, source, section):
     """The item that runs ``notebook`` at its defaults (`labkit sweep`) into ``parent``/its stem."""
     folder = parent / notebook.stem
-    return name, folder, [*LABKIT, "sweep", str(notebook), "--out", str(folder)], source
+    return name, folder, [*LABKIT, "sweep", str(notebook), "--out", str(folder)], source, section
 
 
 def finished(name, folder):
@@ -112,8 +117,9 @@ def finished(name, folder):
         return all(call and call["exit_status"] == 0 for call in calls)
     if name.startswith("day-"):
         return (folder / "day.json").exists()
-    if name in ("startup", "bench-report", "stress"):
-        return (folder / {"startup": "startup.json", "bench-report": "results.json", "stress": "stress.json"}[name]).exists()
+    if name in ("startup", "bench-report", "stress", "grading"):
+        return (folder / {"startup": "startup.json", "bench-report": "results.json", "stress": "stress.json",
+                          "grading": "grading.json"}[name]).exists()
     rows = read_csv(folder / "results.csv")
     return bool(rows) and all(row["status"] == "ok" for row in rows)
 
@@ -132,7 +138,7 @@ def read_csv(path):
 def run(only, env):
     log_path = OUT / "log.json"
     log = json.loads(log_path.read_text()) if log_path.exists() else {}
-    for name, folder, command, source in items():
+    for name, folder, command, source, _ in items():
         item_env = dict(env, LABKIT_MNIST_SOURCE=source or env["LABKIT_MNIST_SOURCE"], LABKIT_TEST_TIMES_DIR=str(folder))
         if source == AS_CI:
             del item_env["LABKIT_MNIST_SOURCE"]
@@ -278,52 +284,150 @@ class JupyterServer:
             del self.sessions[notebook]
 
 
+# ----- grading a class -------------------------------------------------------------------
+# A class as `labkit grade` meets it: 6 learners, each handing in the 5 exercises. Per learner, what each
+# exercise (in the order of solutions/) is; GRADING_FLAGS are the options it is graded with.
+GRADED_CLASS = {"learner1": ["solution"] * 5, "learner2": ["solution"] * 5, "learner3": ["solution"] * 5,
+                "learner4": ["partial"] * 5, "learner5": ["partial"] * 5,
+                "learner6": ["blank", "sleeper", "corrupt", "solution", "partial"]}
+GRADING_JOBS = 2
+GRADING_FLAGS = {"cell_timeout": 120.0, "timeout": 600.0}  # the sleeper's cell is stopped at the cell timeout
+KINDS = {"solution": "the solution", "partial": "its first answer cell solved, the others as handed out",
+         "blank": "the exercise as handed out", "sleeper": "the solution and a cell that sleeps forever",
+         "corrupt": "a notebook file cut off halfway"}
+
+
+def handed_in(kind, exercise_path):
+    """The notebook text a learner hands in for the exercise at ``exercise_path``, being ``kind`` (KINDS)."""
+    from labkit.tools import grade
+
+    solution = ROOT / "solutions" / exercise_path.name
+    if kind == "blank":
+        return exercise_path.read_text()
+    if kind == "corrupt":
+        text = solution.read_text()
+        return text[:len(text) // 2]
+    if kind == "solution":
+        return solution.read_text()
+    if kind == "sleeper":
+        notebook = nbformat.read(solution, as_version=4)
+        notebook.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(10 ** 6)"))
+        return nbformat.writes(notebook)
+    first_answer = grade.load_exercise(exercise_path).checks[0].covers[0]  # "partial": that cell from the solution
+    answer = next(cell for cell in nbformat.read(solution, as_version=4).cells if cell.get("id") == first_answer)
+    notebook = nbformat.read(exercise_path, as_version=4)
+    notebook.cells = [answer if cell.get("id") == first_answer else cell for cell in notebook.cells]
+    return nbformat.writes(notebook)
+
+
+def grade_class(result_path):
+    """Grade GRADED_CLASS, built from solutions/ and exercises/, with `labkit grade --jobs GRADING_JOBS`; write
+    the wall time, the peak memory (summed PSS of every grader's worker, kernel and task) and each notebook's row."""
+    import tempfile
+    from labkit.tools import grade
+    from labkit.tools.memory import PeakMemory
+
+    exercise_paths = sorted((ROOT / "exercises").glob("*.ipynb"))
+    with tempfile.TemporaryDirectory(prefix="pslab-grading-") as work:
+        kinds = {}
+        for learner, plan in GRADED_CLASS.items():
+            (Path(work) / "class" / learner).mkdir(parents=True)
+            for kind, exercise_path in zip(plan, exercise_paths, strict=True):
+                (Path(work) / "class" / learner / exercise_path.name).write_text(handed_in(kind, exercise_path))
+                kinds[learner, exercise_path.stem.split("_")[0]] = kind
+        began = time.monotonic()
+        with PeakMemory() as memory:
+            _, rows = grade.grade(Path(work) / "class", Path(work) / "graded", jobs=GRADING_JOBS,
+                                  settings=grade.Settings(**GRADING_FLAGS))
+        seconds = round(time.monotonic() - began)
+    notebooks = [{"learner": row["learner"], "kind": kinds[row["learner"], Path(row["file"]).stem.split("_")[0]],
+                  **{key: row[key] for key in ("file", "status", "score", "max_score", "seconds")}} for row in rows]
+    result_path.parent.mkdir(parents=True, exist_ok=True)
+    result_path.write_text(json.dumps({"seconds": seconds, "jobs": GRADING_JOBS, "flags": GRADING_FLAGS,
+                                       **memory.peaks(), "notebooks": notebooks}, indent=1))
+    print(f"graded {len(notebooks)} notebooks with --jobs {GRADING_JOBS} in {seconds} s", flush=True)
+
+
 def now():
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
 # ----- the page -----------------------------------------------------------------------
-def page():
-    """docs/measurements.md's text, from what runs/measurements/ holds (of the items measured now)."""
-    logged = json.loads((OUT / "log.json").read_text()) if (OUT / "log.json").exists() else {}
-    log = {name: entry for name, entry in logged.items() if name in {item[0] for item in items()}}
-    startup = json.loads((OUT / "startup" / "startup.json").read_text()) if (OUT / "startup" / "startup.json").exists() else None
-    lines = ["# Measurements", "",
-             "Every number the kit's pages quote comes from here. This page is written by `make measurements`",
-             "(`scripts/measurements.py`) from the results it recorded in `runs/measurements/`; do not edit it by hand.",
-             "Timings depend on the machine and on what else runs on it: the load average (1 minute) at the start",
-             "of each measurement is given beside it.", ""]
-    lines += heading(log, startup) + [""]
-    lines += tests_section(log)
-    lines += startup_section(startup, log)
-    lines += notebooks_section("notebooks", "Notebooks at their learner defaults", log)
-    lines += notebooks_section("solutions", "Exercise solutions at their defaults", log)
-    lines += small_laptop_section(log)
-    lines += day_section(log)
-    lines += variants_section(log)
-    lines += long_cells_section()
-    lines += bench_section(log)
-    lines += stress_section(log)
-    lines += [MEMORY]
+INTRO = ["# Measurements", "",
+         "Every number the kit's pages quote comes from here. This page is written by `make measurements`",
+         "(`scripts/measurements.py`) from the results it recorded in `runs/measurements/`; do not edit it by hand.",
+         "Timings depend on the machine and on what else runs on it: the load average (1 minute) at the start",
+         "of each measurement is given beside it.", ""]
+
+
+def page(log, startup):
+    """docs/measurements.md's text, from what runs/measurements/ holds."""
+    lines = INTRO + heading(log, startup) + [""]
+    for render in SECTIONS.values():
+        lines += render(log, startup)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def page_with_sections(keys, log, startup, old):
+    """The page ``old`` with only the sections ``keys`` written from runs/measurements/ (in their place, added if
+    new): every other section stays as it is, and the heading's dates, loads, MNIST and total widen to include
+    the items of those sections. For a clone that holds some of the recorded files only."""
+    intro, *blocks = re.split(r"(?m)^(?=## )", old)
+    kept = {block.splitlines()[0]: block for block in blocks}
+    text, widened_by = [], []
+    for key, render in SECTIONS.items():
+        new = "\n".join(render(log, startup)).rstrip("\n") + "\n\n"
+        title = new.splitlines()[0]
+        if key not in keys and title in kept:
+            new = kept[title]
+        elif key in keys and (title not in kept or "Not measured yet." in kept[title]):  # the old total left it out
+            widened_by += [log[name] for name, *_, section in items() if section == key and name in log]
+        text.append(new)
+    return widened_heading(intro, [log[name] for name, *_, section in items() if section in keys and name in log],
+                           widened_by) + "".join(text).rstrip() + "\n"
 
 
 def heading(log, startup):
     if not log:
         return ["**Nothing measured yet**: run `make measurements`."]
     machine = startup["machine"] if startup else {}
-    loads = [entry["load_average_before"][0] for entry in log.values()]
-    starts, ends = sorted(entry["started"] for entry in log.values()), sorted(entry["ended"] for entry in log.values())
     versions = machine.get("versions", {})
-    sources = ", ".join(sorted({entry["mnist_source"] for name, entry in log.items() if name != "tests"}))
+    entries = log.values()
     return [f"- **Machine**: {machine.get('cores', '?')} cores, {machine.get('memory_gib', '?')} GiB, "
             f"{machine.get('platform', platform.platform())}; Python {versions.get('python', platform.python_version())}, "
             f"TensorFlow {versions.get('tensorflow', '?')}, labkit {versions.get('labkit', '?')}",
-            f"- **Date**: {starts[0]} to {ends[-1]}; the measurements "
-            f"below took {minutes(sum(entry['seconds'] for entry in log.values()))} in all",
+            *heading_ranges(min(entry["started"] for entry in entries), max(entry["ended"] for entry in entries),
+                            sum(entry["seconds"] for entry in entries),
+                            [entry["load_average_before"][0] for entry in entries],
+                            {entry["mnist_source"] for name, entry in log.items() if name != "tests"})]
+
+
+def heading_ranges(first, last, seconds, loads, sources):
+    """The heading's lines after the machine's: dates, total time, loads and MNIST sources."""
+    return [f"- **Date**: {first} to {last}; the measurements below took {minutes(seconds)} in all",
             f"- **Load average** at the start of each measurement: {min(loads):.2f} to {max(loads):.2f}",
-            f"- **MNIST**: {sources} "
+            f"- **MNIST**: {', '.join(sorted(sources))} "
             "(`timing-standin` is full MNIST's size, repeated from the offline subset: its accuracies mean nothing)"]
+
+
+HEADING_RANGES = re.compile(r"- \*\*Date\*\*: (.+) to (.+); the measurements below took (.+) in all\n"
+                            r"- \*\*Load average\*\* at the start of each measurement: ([\d.]+) to ([\d.]+)\n"
+                            r"- \*\*MNIST\*\*: ([^(]+) \(.*\n")
+
+
+def widened_heading(intro, entries, new_entries):
+    """The page's ``intro`` with its dates, loads and MNIST sources widened to include the log ``entries``, and
+    the seconds of ``new_entries`` (those its total did not count) added to its total."""
+    found = HEADING_RANGES.search(intro)
+    if not found:
+        raise SystemExit(f"{PAGE.relative_to(ROOT)} has no heading to widen: run `make measurements` to write it whole")
+    first, last, total, low, high, sources = found.groups()
+    ranges = heading_ranges(min([first] + [entry["started"] for entry in entries]),
+                            max([last] + [entry["ended"] for entry in entries]),
+                            as_shown_seconds(total) + sum(entry["seconds"] for entry in new_entries),
+                            [float(low), float(high)] + [entry["load_average_before"][0] for entry in entries],
+                            set(sources.split(", ")) | {entry["mnist_source"] for entry in entries})
+    return intro[:found.start()] + "\n".join(ranges) + "\n" + intro[found.end():]
 
 
 def load_of(log, name):
@@ -446,6 +550,42 @@ def day_section(log):
     return lines
 
 
+def grading_section(log):
+    """The class graded by ``grade_class``: its wall time and memory, and what each kind of hand-in took."""
+    from statistics import median
+
+    lines = ["## Grading a class", ""]
+    result = read_json(OUT / "grading" / "grading.json")
+    if not result:
+        return lines + ["Not measured yet.", ""]
+    notebooks = result["notebooks"]
+    flags = " ".join(f"--{name.replace('_', '-')} {value:g}" for name, value in result["flags"].items())
+    lines += [f"`labkit grade --jobs {result['jobs']} {flags}` over a class of {len(notebooks)} notebooks: "
+              f"{len({row['learner'] for row in notebooks})} learners,",
+              "each handing in every exercise, built by `scripts/measurements.py` from `solutions/` and `exercises/`",
+              f"as the first column says; every exercise at its defaults ({load_of(log, 'grading')}).", "",
+              f"**{minutes(result['seconds'])}** for the class; at its peak {gigabytes(result['peak_pss_mb'])} of memory "
+              f"(PSS of every grader worker, kernel and task; {gigabytes(result['peak_alone_mb'])} alone).", "",
+              "| handed in | notebooks | status | checks passed | seconds each (median, longest) |",
+              "|---|---|---|---|---|"]
+    for kind, what in KINDS.items():
+        mine = [row for row in notebooks if row["kind"] == kind]
+        if not mine:
+            continue
+        statuses = Counter(row["status"] for row in mine)
+        seconds = [float(row["seconds"]) for row in mine]
+        lines.append(f"| {what} | {len(mine)} | {', '.join(f'{status} ({count})' for status, count in statuses.items())} "
+                     f"| {checks_passed(mine)} "
+                     f"| {median(seconds):.0f}, {max(seconds):.0f} |")
+    return lines + [""]
+
+
+def checks_passed(rows):
+    """"N of M" checks passed over graded notebooks' ``rows``; "none graded" if none had a check (unreadable files)."""
+    possible = sum(row["max_score"] for row in rows)
+    return f"{sum(row['score'] for row in rows)} of {possible}" if possible else "none graded"
+
+
 def variants_section(log):
     lines = ["## Memory away from the defaults", "",
              "| run | status | run time | peak memory (PSS) | alone (estimate) | RSS sum | largest tasks (PSS, MB) "
@@ -496,7 +636,12 @@ def minutes(seconds):
 
 def as_shown(seconds):
     """``seconds`` as ``minutes()`` shows them, read back: a sentence computed from the page then agrees."""
-    value, unit = minutes(seconds).split()
+    return as_shown_seconds(minutes(seconds))
+
+
+def as_shown_seconds(shown):
+    """The seconds that ``minutes()`` showed as ``shown`` ("42 s", "1.5 min")."""
+    value, unit = shown.split()
     return float(value) * (60 if unit == "min" else 1)
 
 
@@ -525,6 +670,17 @@ def stress_section(log):
                     "finish its steps with one recovery per PS failure from the checkpoint before it and every task alive.", "",
                     "| kind | failed rounds |", "|---|---|",
                     *[f"| {kind} | {failed} of {counts['rounds']} |" for kind, failed in counts["failed"].items()], ""]
+
+
+# The page's sections in their order, by the key of `--sections` and of each item's section (items()).
+SECTIONS = {"tests": lambda log, startup: tests_section(log), "startup": lambda log, startup: startup_section(startup, log),
+            "notebooks": lambda log, startup: notebooks_section("notebooks", "Notebooks at their learner defaults", log),
+            "solutions": lambda log, startup: notebooks_section("solutions", "Exercise solutions at their defaults", log),
+            "small-laptop": lambda log, startup: small_laptop_section(log),
+            "day": lambda log, startup: day_section(log), "grading": lambda log, startup: grading_section(log),
+            "variants": lambda log, startup: variants_section(log), "long-cells": lambda log, startup: long_cells_section(),
+            "bench-report": lambda log, startup: bench_section(log), "stress": lambda log, startup: stress_section(log),
+            "memory": lambda log, startup: [MEMORY]}
 
 
 # ----- what the other pages and the package take from the measurements -----------------
@@ -690,23 +846,43 @@ def mnist_source():
     return "keras" if KERAS_CACHE.exists() else "timing-standin"
 
 
+def recorded():
+    """What runs/measurements/ holds: the log of the items measured now, and the startup result (or None)."""
+    logged = read_json(OUT / "log.json") or {}
+    return ({name: entry for name, entry in logged.items() if name in {item[0] for item in items()}},
+            read_json(OUT / "startup" / "startup.json"))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write-only", action="store_true", help="measure nothing; rewrite the page from what is recorded")
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME",
-                        help="measure only these, again if measured (name prefixes: startup, 06, ex2, bench-report)")
+                        help="measure only these, again if measured (name prefixes: startup, 06, ex2, bench-report, grading)")
+    parser.add_argument("--sections", nargs="+", choices=list(SECTIONS), metavar="SECTION",
+                        help="write only these sections of the page from what is recorded, keeping the others as the "
+                             "page has them (a clone that holds some of the recorded files only); the other files "
+                             f"are left as they are. Sections: {', '.join(SECTIONS)}")
     parser.add_argument("--workshop-day", type=Path, metavar="JSON",
                         help="run the 3-hour plan in one JupyterLab and write its memory to JSON (the day-* items run this)")
+    parser.add_argument("--grade-class", type=Path, metavar="JSON",
+                        help="grade a class of 30 notebooks with labkit grade and write the time it took to JSON "
+                             "(the grading item runs this)")
     args = parser.parse_args(argv)
     if args.workshop_day:
         return workshop_day(args.workshop_day)
+    if args.grade_class:
+        return grade_class(args.grade_class)
     if args.write_only and not (OUT / "log.json").exists():
         parser.error(f"nothing is recorded in {OUT.relative_to(ROOT)}: run `make measurements` first")
     if not args.write_only:
         env = dict(os.environ, LABKIT_MNIST_SOURCE=os.environ.get("LABKIT_MNIST_SOURCE") or mnist_source())
         run(args.only, env)
-    PAGE.write_text(page())
-    log = json.loads((OUT / "log.json").read_text())
+    log, startup = recorded()
+    if args.sections:
+        PAGE.write_text(page_with_sections(args.sections, log, startup, PAGE.read_text()))
+        print(f"wrote the sections {', '.join(args.sections)} of {PAGE.relative_to(ROOT)}")
+        return
+    PAGE.write_text(page(log, startup))
     PEAKS.write_text(json.dumps(peaks_table(log), indent=1) + "\n")
     changed = write_first_lines() + (["README.md's test times"] if write_test_times() else [])
     noted = write_time_notes()

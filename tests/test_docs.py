@@ -153,24 +153,31 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
     assert readme.read_text() == "*`make test` takes 11.2 min; `make test-fast` 50 s.*\n\n| `cluster` | start processes | 8.3 min |\n"
 
 
+def record_startup_and_welcome(out):
+    """In ``out``, as `make measurements` records them: `labkit bench startup` and notebook 00, 40 s each at load 0.5."""
+    import json
+
+    entry = {"started": "2026-12-01 08:00 UTC", "ended": "2026-12-01 08:01 UTC", "seconds": 40,
+             "load_average_before": [0.5, 0.4, 0.3], "mnist_source": "timing-standin"}
+    (out / "log.json").write_text(json.dumps({"startup": entry, "00_welcome": entry}))
+    (out / "startup").mkdir()
+    (out / "startup" / "startup.json").write_text(json.dumps(
+        {"num_workers": 2, "num_ps": 1, "repeats": 3, "import_tensorflow_s": 2.7, "cluster_ready_s": 3.73, "ratio": 1.38,
+         "machine": {"cores": 2, "memory_gib": 23.5, "platform": "Linux", "versions": {"tensorflow": "2.21.0"}}}))
+    (out / "notebooks" / "00_welcome").mkdir(parents=True)
+    (out / "notebooks" / "00_welcome" / "results.csv").write_text(
+        "point,status,error,seconds,peak_pss_mb,peak_rss_mb,peak_alone_mb,largest_tasks,environment_ok\n"
+        "00,ok,,11.2,819,1500,900,kernel=700 ps:0=119,True\n")
+
+
 def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monkeypatch):
     import json
 
     import measurements
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
-    entry = {"started": "2026-12-01 08:00 UTC", "ended": "2026-12-01 08:01 UTC", "seconds": 40,
-             "load_average_before": [0.5, 0.4, 0.3], "mnist_source": "timing-standin"}
-    (tmp_path / "log.json").write_text(json.dumps({"startup": entry, "00_welcome": entry}))
-    (tmp_path / "startup").mkdir()
-    (tmp_path / "startup" / "startup.json").write_text(json.dumps(
-        {"num_workers": 2, "num_ps": 1, "repeats": 3, "import_tensorflow_s": 2.7, "cluster_ready_s": 3.73, "ratio": 1.38,
-         "machine": {"cores": 2, "memory_gib": 23.5, "platform": "Linux", "versions": {"tensorflow": "2.21.0"}}}))
-    (tmp_path / "notebooks" / "00_welcome").mkdir(parents=True)
-    (tmp_path / "notebooks" / "00_welcome" / "results.csv").write_text(
-        "point,status,error,seconds,peak_pss_mb,peak_rss_mb,peak_alone_mb,largest_tasks,environment_ok\n"
-        "00,ok,,11.2,819,1500,900,kernel=700 ps:0=119,True\n")
-    text = measurements.page()
+    record_startup_and_welcome(tmp_path)
+    text = measurements.page(*measurements.recorded())
     assert "- **Load average** at the start of each measurement: 0.50 to 0.50" in text
     assert "| ratio, start-to-ready ÷ bare import | 1.38 |" in text
     assert measured_row("00_welcome", text) == (11, "0.8 GB")  # the page rounds to whole seconds
@@ -182,6 +189,46 @@ def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monk
         "measured": "2026-12-01 08:00 UTC", "mnist_source": "timing-standin", "load_average": 0.5}}
     assert "| `environment_ok` | True |" in text
     assert "| `01_tf_config_and_cluster` | not measured yet |" in text
+
+
+def test_one_section_is_written_into_the_page_as_it_is(tmp_path, monkeypatch):
+    """--sections grading: only the class-grading section comes from the recorded files; every other section
+    stays as the page has it (this clone holds no file of theirs), and the heading widens to include it, once."""
+    import json
+
+    import measurements
+
+    (tmp_path / "before").mkdir()
+    monkeypatch.setattr(measurements, "OUT", tmp_path / "before")
+    record_startup_and_welcome(tmp_path / "before")
+    old = measurements.page(*measurements.recorded())
+    monkeypatch.setattr(measurements, "OUT", tmp_path)
+    entry = {"started": "2030-01-01 08:00 UTC", "ended": "2030-01-01 08:05 UTC", "seconds": 300,
+             "load_average_before": [9.5, 0.4, 0.3], "mnist_source": "grading-test"}
+    (tmp_path / "log.json").write_text(json.dumps({"grading": entry}))
+    (tmp_path / "grading").mkdir()
+    notebooks = [{"learner": "learner1", "kind": "solution", "file": "ex1_basic_cluster.ipynb", "status": "ok",
+                  "score": 4, "max_score": 4, "seconds": 20.5},
+                 {"learner": "learner6", "kind": "corrupt", "file": "ex3_fault_tolerance.ipynb", "status": "error",
+                  "score": 0, "max_score": 0, "seconds": 0.0}]
+    (tmp_path / "grading" / "grading.json").write_text(json.dumps(
+        {"seconds": 290, "jobs": 2, "flags": {"cell_timeout": 120.0, "timeout": 600.0}, "peak_pss_mb": 3500,
+         "peak_rss_mb": 5000, "peak_alone_mb": 3600, "largest_tasks": "kernel=900", "notebooks": notebooks}))
+    text = measurements.page_with_sections(["grading"], *measurements.recorded(), old)
+    sections = lambda page: {block.splitlines()[0]: block for block in page.split("\n## ")[1:]}
+    kept = {title: block for title, block in sections(old).items() if title != "Grading a class"}
+    assert {title: sections(text)[title] for title in kept} == kept, "a section other than grading changed"
+    grading = sections(text)["Grading a class"]
+    assert "`labkit grade --jobs 2 --cell-timeout 120 --timeout 600` over a class of 2 notebooks" in grading
+    assert "**4.8 min** for the class" in grading and "| the solution | 1 | ok (1) | 4 of 4 | 20, 20 |" in grading
+    heading = text.split("\n## ")[0]
+    assert "2026-12-01 08:00 UTC to 2030-01-01 08:05 UTC; the measurements below took 6.3 min in all" in heading, \
+        "twice 40 s, and 300 s"
+    assert "at the start of each measurement: 0.50 to 9.50" in heading
+    assert "| ratio, start-to-ready ÷ bare import | 1.38 |" in text
+    assert "grading-test" in heading
+    again = measurements.page_with_sections(["grading"], *measurements.recorded(), text)
+    assert again == text, "writing the same section twice counted its time twice"
 
 
 def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks_table(tmp_path, monkeypatch):

@@ -30,7 +30,10 @@ EX2_CHECKS = ["compressor shrinks the payload", "training with compression"]
 EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences beyond the spread",
               "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
+EX3_CHECKS = ["checkpoints saved", "resumed from the checkpoint", "trained to the end"]
+ALL_CHECKS = len(EX1_CHECKS + EX2_CHECKS + EX3_CHECKS + EX4_CHECKS + EX5_CHECKS)  # every exercise's: the total's maximum
 EX_TITLES = {"ex1": "Exercise 1 · A parameter-server cluster by hand", "ex2": "Exercise 2 · Gradient compression",
+             "ex3": "Exercise 3 · Checkpoints and recovery",
              "ex4": "Exercise 4 · Training time against the number of workers",
              "ex5": "Exercise 5 · Asynchronous updates with staleness checks"}
 # Gradescope's results.json as its autograder specification describes it (the fields the kit writes).
@@ -180,19 +183,23 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
     learners = read_grades(out)
     assert sorted(learners) == ["101", "102", "103"]
     ada, grace, alan = learners["101"], learners["102"], learners["103"]
-    assert ada["name"] == "Lovelace, Ada" and ada["total"] == "0" and ada["max_total"] == str(len(EX1_CHECKS + EX5_CHECKS))
+    assert ada["name"] == "Lovelace, Ada" and ada["total"] == "0" and ada["max_total"] == str(ALL_CHECKS), \
+        "the total is out of every check of every exercise, handed in or not"
     assert checks_of(ada, "ex1") == dict.fromkeys(EX1_CHECKS, "not attempted")
     assert "ex1: handed in late" in ada["notes"]
     assert "ex1: graded the latest, ex1_basic_cluster-1.ipynb; not graded: ex1_basic_cluster.ipynb" in ada["notes"]
     assert "not notebooks, not graded: report.pdf" in grace["notes"] and "ex1_basic_cluster.ipynb: error" in grace["notes"]
     assert checks_of(alan, "ex5") == dict.fromkeys(EX5_CHECKS, "not submitted") and "no notebook handed in" in alan["notes"]
-    assert "Total: **0** of 8 checks" in (out / "101" / "feedback.md").read_text()
+    feedback = (out / "101" / "feedback.md").read_text()
+    assert f"Total: **0** of {ALL_CHECKS} checks passed" in feedback
+    assert "- Exercise 1: 0 of 4\n" in feedback and "- Exercise 2: 0 of 2 (not submitted)" in feedback
     with open(out / "canvas.csv") as file:
         canvas = list(csv.reader(file))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", EX_TITLES["ex1"],
-                         EX_TITLES["ex5"], "PS Lab exercises"], "a column per exercise graded, then the total"
-    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "4", "8"]
-    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0"] and len(canvas) == 5
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *EX_TITLES.values(),
+                         "PS Lab exercises"], "a column per exercise, then the total"
+    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "2", "3", "4", "4", str(ALL_CHECKS)], \
+        "Canvas's points possible: each exercise's checks, and every check for the total"
+    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0", "0", "0", "0"] and len(canvas) == 5
 
     moodle = tmp_path / "moodle"
     submit(moodle, {"Ada Lovelace_201_assignsubmission_file_/ex5_staleness_checks": nbformat.reads(blank_ex5, 4)})
@@ -247,6 +254,43 @@ def test_a_cluster_over_the_task_limit_is_refused_before_any_process_starts(monk
         LocalCluster(num_workers=16, num_ps=1, name="too-big")
 
 
+def unpacked_autograder(tmp_path, *names):
+    """The autograder built for the exercises ``names``, unpacked as Gradescope does (into ROOT/source, with the
+    scripts' modes as unzip sets them): ROOT."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for name in names:
+        shutil.copy(EXERCISES / name, reference)
+    autograder = tmp_path / "autograder.zip"
+    cli.main(["grade", "--gradescope-autograder", str(autograder), "--reference", str(reference),
+              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300"])
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(autograder) as archive:
+        modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
+        archive.extractall(root / "source")
+    for name in ("setup.sh", "run_autograder"):  # as unzip does (extractall drops the modes)
+        (root / "source" / name).chmod(modes[name] & 0o777)
+    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111, "Gradescope runs both scripts"
+    return root
+
+
+def test_the_autograders_setup_is_the_makefiles_install_in_its_own_folder(tmp_path):
+    """What can be checked without Gradescope's image: both scripts parse, setup.sh ends in `make install`, and
+    in the unpacked folder that install finds every file it needs and a Python the kit supports (make -n: the
+    commands it would run, none run). No kernel starts."""
+    source = unpacked_autograder(tmp_path, EX1) / "source"
+    for name in ("setup.sh", "run_autograder"):
+        assert subprocess.run(["bash", "-n", str(source / name)]).returncode == 0, f"{name} does not parse"
+    assert (source / "setup.sh").read_text().rstrip().endswith("\nmake install"), "setup.sh installs as learners do"
+    dry = subprocess.run(["make", "-n", "install"], cwd=source, capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0 and dry.stderr == "", f"make install cannot run in the autograder's folder: {dry.stderr}"
+    assert "pip install" in dry.stdout and " -e ." in dry.stdout and "ipykernel install --sys-prefix --name pslab" in dry.stdout
+    found = subprocess.run(["sh", "scripts/find_python.sh"], cwd=source, capture_output=True, text=True)
+    assert found.returncode == 0 and found.stdout.strip(), found.stderr
+    assert (source / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \
+        "the autograder installs the kit's own pins"
+
+
 # ----- running the notebooks ---------------------------------------------------------------------
 LEAVES_A_DETACHED_PROCESS = (  # it also shows what a graded notebook sees of the grader's environment
     "import json, os, subprocess\n"
@@ -297,11 +341,16 @@ def test_grading_a_class(tmp_path, monkeypatch):
     with open(out / "canvas.csv") as file:
         canvas = {row["Student"]: row for row in csv.DictReader(file)}
     assert {column: canvas["    Points Possible"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
-        == {EX_TITLES["ex1"]: "4", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "4", EX_TITLES["ex5"]: "4",
-            "Exercises (4567)": "14"}, "Canvas's Points Possible row: each exercise's checks, and their sum"
+        == {EX_TITLES["ex1"]: "4", EX_TITLES["ex2"]: "2", EX_TITLES["ex3"]: "3", EX_TITLES["ex4"]: "4",
+            EX_TITLES["ex5"]: "4", "Exercises (4567)": str(ALL_CHECKS)}, \
+        "Canvas's Points Possible row: each exercise's checks, and their sum"
     assert {column: canvas["ada"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
-        == {EX_TITLES["ex1"]: "1", EX_TITLES["ex2"]: "2", EX_TITLES["ex4"]: "0", EX_TITLES["ex5"]: "0",
-            "Exercises (4567)": "3"}, "ada's exercises and total in their own columns"
+        == {EX_TITLES["ex1"]: "1", EX_TITLES["ex2"]: "2", EX_TITLES["ex3"]: "0", EX_TITLES["ex4"]: "0",
+            EX_TITLES["ex5"]: "0", "Exercises (4567)": "3"}, "ada's exercises and total in their own columns"
+    feedback = (out / "ada" / "feedback.md").read_text()
+    assert f"Total: **3** of {ALL_CHECKS} checks passed" in feedback and learners["ada"]["max_total"] == str(ALL_CHECKS), \
+        "feedback.md, grades.csv and canvas.csv give one total out of one maximum"
+    assert "- Exercise 1: 1 of 4\n" in feedback and "- Exercise 2: 2 of 2\n" in feedback
     assert "ex1: kernel died" in learners["ada"]["notes"]
     assert checks_of(rows["dee", "ex4"], "ex4") == {**dict.fromkeys(EX4_CHECKS, "passed"), "timed on the cluster": "failed"}
     assert learners["dee"]["total"] == "3" and "scheduled nothing on the cluster" in (out / "dee" / "feedback.md").read_text()
@@ -378,23 +427,7 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
 def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_path):
     """The zip built for ex1 and ex4, unpacked as Gradescope does into a temporary root (its .venv: this one,
     as setup.sh's `make install` would make it), grades a wrong ex4 and writes results.json as Gradescope reads it."""
-    reference = tmp_path / "reference"
-    reference.mkdir()
-    for name in (EX1, EX4):
-        shutil.copy(EXERCISES / name, reference)
-    autograder = tmp_path / "autograder.zip"
-    cli.main(["grade", "--gradescope-autograder", str(autograder), "--reference", str(reference),
-              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300"])
-    root = tmp_path / "autograder"
-    with zipfile.ZipFile(autograder) as archive:
-        modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
-        archive.extractall(root / "source")
-    for name in ("setup.sh", "run_autograder"):  # as unzip does (extractall drops the modes)
-        (root / "source" / name).chmod(modes[name] & 0o777)
-    assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111, "Gradescope runs both scripts"
-    assert "make install" in (root / "source" / "setup.sh").read_text()
-    assert (root / "source" / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \
-        "the autograder installs the kit's own pins"
+    root = unpacked_autograder(tmp_path, EX1, EX4)
     assert sorted(path.name for path in (root / "source" / "exercises").iterdir()) == [EX1, EX4]
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
     (root / "source" / ".venv").symlink_to(sys.prefix)
@@ -416,4 +449,6 @@ def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_pat
     assert all(tests[f"ex1: {check}"]["score"] == 0 and tests[f"ex1: {check}"]["output"].startswith("not submitted")
                for check in EX1_CHECKS)
     assert "not notebooks, not graded: notes.txt" in report["output"], "the learner's feedback.md is the output"
+    assert "Total: **3** of 8 checks passed" in report["output"] and sum(test["max_score"] for test in tests.values()) == 8, \
+        "the feedback's total is Gradescope's score, out of the same maximum"
     assert processes_of(tmp_path / "tmp") == []

@@ -130,6 +130,28 @@ def test_stop_others_stops_another_owners_processes_and_counts_their_zombies_as_
     owner.wait()
 
 
+NOT_OURS = textwrap.dedent("""
+    import os, sys, psutil
+    from labkit.runtime import processes
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)  # now nobody: root's processes are not ours to signal
+    print(*[process.pid for process in processes.stop_others([psutil.Process(int(sys.argv[1]))], grace_seconds=0.5)])
+""")
+
+
+@pytest.mark.root
+def test_stop_others_returns_a_process_it_may_not_signal_as_still_running():
+    """What labkit grade relies on: a process it cannot stop is reported as still running, never raised."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (to start a process that a process turned nobody may not signal)")
+    sleeper = processes.start_command(["sleep", "60"])
+    try:
+        stopper = subprocess.run([PYTHON, "-c", NOT_OURS, str(sleeper.pid)], capture_output=True, text=True, timeout=60)
+        assert stopper.returncode == 0, stopper.stderr
+        assert stopper.stdout.split() == [str(sleeper.pid)] and sleeper.poll() is None
+    finally:
+        sleeper.stop()
+
+
 EXITING_OWNER = textwrap.dedent("""
     import atexit, sys
     from labkit.runtime import processes

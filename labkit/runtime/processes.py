@@ -279,10 +279,10 @@ def wait_until_gone(pids, timeout):
 
 
 def _signal(send):
-    try:
+    """``send()`` a signal; nothing if the process exited in between, or is not ours to signal (it changed its
+    user: it stays running, and ``stop_others`` returns it as such)."""
+    with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
         send()
-    except psutil.NoSuchProcess:  # it exited in between
-        pass
 
 
 def log_tail(path, lines=10):

@@ -470,7 +470,8 @@ def add_grade(commands):
                         help="YAML: exercise (e.g. ex3) -> {parameter: value}, to grade at other settings "
                              "than the exercises' defaults")
     parser.add_argument("--reference", metavar="DIR",
-                        help="the exercise notebooks the submissions come from (default: the kit's exercises/)")
+                        help="the assignment's exercise notebooks, those the submissions come from: the total counts "
+                             "every check of each, handed in or not (default: all of the kit's exercises/)")
     parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
 
 

@@ -3,13 +3,14 @@
 SUBMISSIONS is a folder, or a Canvas or Moodle bulk-download .zip (unpacked into ``DIR/_unpacked``);
 ``labkit.tools.submissions`` says which learner each file belongs to. Per learner and exercise the
 latest notebook is graded, in ``DIR/<learner>/<exercise>/``; the submissions themselves are only read.
-``DIR/grades.csv`` has one row per learner: per exercise its score (one point per passed check) and
-per check ``passed``, ``failed``, ``not attempted`` or ``not submitted``; each written answer
-``answered`` or ``not attempted`` (for the instructor to read); the total; and notes (a timeout, a cell
-stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file that is not a notebook). ``DIR/notebooks.csv``
-has one row per graded notebook (status, score, seconds, why it ended). ``DIR/<learner>/feedback.md``
-gives each failing check's message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's
-gradebook import.
+``DIR/grades.csv`` has one row per learner: per exercise of ``--reference`` its score (one point per passed
+check) and per check ``passed``, ``failed``, ``not attempted`` or ``not submitted``; each written answer
+``answered`` or ``not attempted`` (for the instructor to read, no points); the total, out of every check of
+every reference exercise (``gradebook.points_possible``: feedback.md and the exports count the same); and
+notes (a timeout, a cell stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file
+that is not a notebook). ``DIR/notebooks.csv`` has one row per graded notebook (status, score, seconds, why
+it ended). ``DIR/<learner>/feedback.md`` gives the total, each exercise's score and each failing check's
+message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's gradebook import.
 
 How the grader decides, and what it trusts:
 
@@ -297,10 +298,10 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
     gradebook.write_grades(table, columns, out_dir / "grades.csv")
     for row in table:
         gradebook.write_feedback(_learner_folder(out_dir, row["learner"]) / "feedback.md", learners[row["learner"]],
-                                 row, [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
+                                 row, exercise_list,
+                                 [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
     if export == "canvas":
-        gradebook.write_canvas(table, learners, gradebook.exercises_graded(rows, exercise_list), assignment,
-                               out_dir / "canvas.csv")
+        gradebook.write_canvas(table, learners, exercise_list, assignment, out_dir / "canvas.csv")
     print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
           f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
     return table, rows
@@ -462,9 +463,10 @@ def _still_running(descendants):
 
 
 def stop_marked(token, worker, adopted=(), grace_seconds=LEFTOVER_GRACE_SECONDS):
-    """Kill ``worker``, its descendants, the ``adopted`` processes and every process whose environment carries
-    ``token`` (after ``grace_seconds`` for the marked ones to exit on their own). Return "name (pid)" of those that had to
-    be killed and of those that survived even that (never raised: the rest of the class goes on)."""
+    """Stop ``worker``, its descendants, the ``adopted`` processes and every process whose environment carries
+    ``token``, after ``grace_seconds`` for the marked ones to exit on their own (``processes.stop_others``:
+    SIGTERM, then SIGKILL). Return "name (pid)" of those that had to be stopped and of those still running even
+    then (never raised: the rest of the class goes on)."""
     def marked():
         found = list(adopted)
         for process in psutil.process_iter(["pid", "name", "environ"]):
@@ -476,21 +478,12 @@ def stop_marked(token, worker, adopted=(), grace_seconds=LEFTOVER_GRACE_SECONDS)
             pass
         return [process for process in {p.pid: p for p in found}.values() if processes.running(process.pid)]
 
-    deadline = time.monotonic() + grace_seconds
-    while set(marked()) - set(adopted) and time.monotonic() < deadline:  # an adopted one never exits on its own
-        time.sleep(0.2)
+    # an adopted process has lost its parent, so it never exits on its own: no grace for it
+    processes.wait_until_gone([process.pid for process in marked() if process not in adopted], grace_seconds)
     left = marked()
     killed = [f"{_name(process)} ({process.pid})" for process in left if process.pid != worker.pid]
-    for process in left:
-        try:
-            process.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(left, timeout=10)
-    try:
-        worker.wait(0)
-    except (psutil.TimeoutExpired, OSError):
-        pass
+    processes.stop_others(left)
+    worker.poll()  # reaps it
     survivors = [f"{_name(process)} ({process.pid})" for process in marked()]
     return killed, survivors
 

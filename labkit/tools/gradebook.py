@@ -16,20 +16,20 @@ def write_notebooks(rows, exercise_list, path):
     _write_csv(path, columns, rows)
 
 
-def exercises_graded(rows, exercise_list):
-    """The exercises of which at least one notebook was graded: the columns of grades.csv and canvas.csv."""
-    return [exercise for exercise in exercise_list if any(row["exercise"] == exercise.short for row in rows)]
+def points_possible(exercise_list):
+    """The most a learner can score: one point per check of every exercise graded against (``--reference``),
+    handed in or not. grades.csv's max_total, feedback.md's total, Canvas's Points Possible and the Gradescope
+    autograder's tests all count so; written answers score nothing (the instructor reads them)."""
+    return sum(len(exercise.checks) for exercise in exercise_list)
 
 
 def learner_rows(learners, rows, notes, exercise_list):
     """One row per learner: per exercise its score and checks, the total, and notes (anything to look at)."""
-    used = exercises_graded(rows, exercise_list)
     table = []
     for learner in sorted(learners.values(), key=lambda learner: learner.id):
         graded = {row["exercise"]: row for row in rows if row["learner"] == learner.id and row["exercise"]}
-        row = {"learner": learner.id, "name": learner.name, "total": 0,
-               "max_total": sum(len(exercise.checks) for exercise in used)}
-        for exercise in used:
+        row = {"learner": learner.id, "name": learner.name, "total": 0, "max_total": points_possible(exercise_list)}
+        for exercise in exercise_list:
             mine = graded.get(exercise.short)
             row[exercise.short] = mine["score"] if mine else 0
             row["total"] += row[exercise.short]
@@ -37,7 +37,7 @@ def learner_rows(learners, rows, notes, exercise_list):
         row["notes"] = "; ".join(notes.get(learner.id, []))
         table.append(row)
     return table, ["learner", "name", "total", "max_total"] + [
-        column for exercise in used for column in [exercise.short, *exercise.columns]] + ["notes"]
+        column for exercise in exercise_list for column in [exercise.short, *exercise.columns]] + ["notes"]
 
 
 def write_grades(table, columns, path):
@@ -49,7 +49,7 @@ def write_canvas(table, learners, exercise_list, assignment, path):
     export, else the ids of Canvas's file names), a column per exercise (named by its heading) and the total
     (named ``assignment``), under the header Canvas's Points Possible row: each column's maximum."""
     columns = CANVAS_COLUMNS + [exercise.title for exercise in exercise_list] + [assignment]
-    points = {"Student": CANVAS_POINTS, assignment: sum(len(exercise.checks) for exercise in exercise_list),
+    points = {"Student": CANVAS_POINTS, assignment: points_possible(exercise_list),
               **{exercise.title: len(exercise.checks) for exercise in exercise_list}}
     rows = [points]
     for row in table:
@@ -61,10 +61,15 @@ def write_canvas(table, learners, exercise_list, assignment, path):
     _write_csv(path, columns, rows)
 
 
-def write_feedback(path, learner, row, sections):
-    """The learner's feedback.md: their total, the notes, then one section per graded notebook."""
+def write_feedback(path, learner, row, exercise_list, sections):
+    """The learner's feedback.md: their total and what it adds up, the notes, then one section per graded notebook."""
     lines = [f"# Feedback for {learner.name or learner.id}", "",
-             f"Total: **{row['total']}** of {row['max_total']} checks passed", ""]
+             f"Total: **{row['total']}** of {row['max_total']} checks passed (one point per check):", ""]
+    for exercise in exercise_list:
+        handed_in = any(row[column] != NOT_SUBMITTED for column in exercise.columns)
+        lines.append(f"- Exercise {exercise.short[2:]}: {row[exercise.short]} of {len(exercise.checks)}"
+                     + ("" if handed_in else f" ({NOT_SUBMITTED})"))
+    lines.append("")
     if row["notes"]:
         lines += [f"- {note}" for note in row["notes"].split("; ")] + [""]
     path.parent.mkdir(parents=True, exist_ok=True)

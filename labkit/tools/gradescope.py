@@ -82,8 +82,8 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
             archive.write(Path(reference) / f"{exercise.name}.ipynb", f"exercises/{exercise.name}.ipynb")
         archive.writestr(SETTINGS_FILE, json.dumps(config, indent=1))
     print(f"{out}: a Gradescope autograder for {', '.join(exercise.name for exercise in exercise_list)} "
-          f"({sum(len(exercise.checks) for exercise in exercise_list)} checks, one point each). Upload it as "
-          "the assignment's autograder zip, on an Ubuntu base image.")
+          f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points). Upload it "
+          "as the assignment's autograder zip, on an Ubuntu base image.")
     return out
 
 
