@@ -51,6 +51,10 @@ VARIANTS = [
      "notebook 03 with all 60,000 training images shipped inside the graph (its default ships a slice)"),
 ]
 
+# Notebook 08's cost model checked on cluster shapes its defaults never run: 3 workers, K = 5, a second PS.
+COST_MODEL_SHAPES = "cost-model-shapes"
+COST_MODEL_PARAMETERS = {"workers": "[1, 3]", "ps": "[1, 2]", "steps_per_closure": "[1, 5, 10]"}
+COST_MODEL_GOAL = 0.25  # notebook 08's check: the median error over the points the model was not fitted on
 
 # Rounds of each kind of scripts/stress_faults.py (the fault matrix); they train on the offline subset.
 STRESS_ROUNDS = 20
@@ -80,6 +84,10 @@ def items():
         folder = OUT / "variants" / name
         found.append((name, folder, [*LABKIT, "sweep", str(ROOT / "notebooks" / f"{stem}.ipynb"), *parameters,
                                      "--out", str(folder)], source))
+    found.append((COST_MODEL_SHAPES, OUT / COST_MODEL_SHAPES,
+                  [*LABKIT, "sweep", str(ROOT / "notebooks" / "08_performance_analysis.ipynb"),
+                   *[part for name, value in COST_MODEL_PARAMETERS.items() for part in ("-p", name, value)],
+                   "--out", str(OUT / COST_MODEL_SHAPES)], None))
     found += [sweep_item(f"{SMALL_LAPTOP_PREFIX}{notebook.stem}", OUT / "small-laptop" / directory, notebook, SMALL_LAPTOP)
               for directory, notebook in shipped_notebooks()]
     found += [(f"day-{setting}", OUT / "day" / setting,
@@ -301,6 +309,7 @@ def page():
     lines += small_laptop_section(log)
     lines += day_section(log)
     lines += variants_section(log)
+    lines += cost_model_section(log)
     lines += long_cells_section()
     lines += bench_section(log)
     lines += stress_section(log)
@@ -457,6 +466,24 @@ def variants_section(log):
             continue
         lines.append(f"| {what} | {measured_cells(row, log, name)} |")
     return lines + [""]
+
+
+def cost_model_section(log):
+    """Notebook 08's cost model on shapes its defaults never run: its median error on the points it was not fitted on."""
+    shapes = ", ".join(f"`{name} = {value}`" for name, value in COST_MODEL_PARAMETERS.items())
+    lines = ["## The cost model on cluster shapes notebook 08's defaults never run", "",
+             f"Notebook 08 with {shapes}: the model is fitted on its one-worker points and predicts the others",
+             "(3 workers, 5 steps per closure, a second parameter server).", ""]
+    rows = read_csv(OUT / COST_MODEL_SHAPES / "results.csv")
+    if not rows:
+        return lines + ["Not measured yet.", ""]
+    row = rows[0]
+    if row["status"] != "ok" or not row.get("cost_model_unfitted_median_error"):
+        return lines + [f"The run did not record the model's error (status {row['status']}).", ""]
+    error = float(row["cost_model_unfitted_median_error"])
+    return lines + [f"Median error **{error:.0%}** over the {row['cost_model_unfitted_points']} points it was not fitted on, "
+                    f"{'within' if error <= COST_MODEL_GOAL else 'OVER'} the notebook's {COST_MODEL_GOAL:.0%} "
+                    f"({load_of(log, COST_MODEL_SHAPES)}).", ""]
 
 
 SWEEP_COLUMNS = ("point", "status", "error", "seconds", "peak_pss_mb", "peak_rss_mb", "peak_alone_mb", "largest_tasks")
