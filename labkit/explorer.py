@@ -14,6 +14,8 @@ closure outside those measured, a link (its rate only). It measures only what it
 sweep's model, over loopback, up to ``max_measured_workers`` workers.
 """
 import argparse
+import base64
+import contextlib
 import html
 import io
 import json
@@ -26,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import ipywidgets as widgets
+import psutil
 
 from labkit.bench.costmodel import calibration, costs_for, predict, relative_error, scale_model, usable_cores
 from labkit.runtime import children, processes
@@ -314,8 +317,9 @@ class CostModelExplorer:
         process = self._process
         if process is None:
             return
-        self._cancelled = True
-        tasks = [child.pid for child in process.children(recursive=True)]  # its cluster's tasks
+        self._cancelled, tasks = True, []
+        with contextlib.suppress(psutil.NoSuchProcess):  # it may have just finished
+            tasks = [child.pid for child in process.children(recursive=True)]  # its cluster's tasks
         processes.stop([process])
         processes.wait_until_gone(tasks, timeout=30)
         self._thread.join()
@@ -331,7 +335,7 @@ class CostModelExplorer:
         """The live widget where a widget frontend runs; the prediction as text and the plot as an image elsewhere."""
         text = f"{self.prediction.value}\n(the cost-model explorer: interactive in JupyterLab)"
         return {**self.view._repr_mimebundle_(**kwargs), "text/plain": re.sub("<[^>]+>", "", text),
-                "image/png": self.image.value}
+                "image/png": base64.b64encode(self.image.value).decode("ascii")}
 
 
 def _error(measurement):
