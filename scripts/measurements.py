@@ -52,6 +52,10 @@ VARIANTS = [
      "notebook 03 with all 60,000 training images shipped inside the graph (its default ships a slice)"),
 ]
 
+# Notebook 08's cost model checked on cluster shapes its defaults never run: 3 workers, K = 5, a second PS.
+COST_MODEL_SHAPES = "cost-model-shapes"
+COST_MODEL_PARAMETERS = {"workers": "[1, 3]", "ps": "[1, 2]", "steps_per_closure": "[1, 5, 10]"}
+COST_MODEL_GOAL = 0.25  # notebook 08's check: the median error over the points the model was not fitted on
 
 # Rounds of each kind of scripts/stress_faults.py (the fault matrix); they train on the offline subset.
 STRESS_ROUNDS = 20
@@ -82,6 +86,10 @@ def items():
         folder = OUT / "variants" / name
         found.append((name, folder, [*LABKIT, "sweep", str(ROOT / "notebooks" / f"{stem}.ipynb"), *parameters,
                                      "--out", str(folder)], source, "variants"))
+    found.append((COST_MODEL_SHAPES, OUT / COST_MODEL_SHAPES,
+                  [*LABKIT, "sweep", str(ROOT / "notebooks" / "08_performance_analysis.ipynb"),
+                   *[part for name, value in COST_MODEL_PARAMETERS.items() for part in ("-p", name, value)],
+                   "--out", str(OUT / COST_MODEL_SHAPES)], None, "cost-model"))
     found += [sweep_item(f"{SMALL_LAPTOP_PREFIX}{notebook.stem}", OUT / "small-laptop" / directory, notebook, SMALL_LAPTOP,
                          "small-laptop") for directory, notebook in shipped_notebooks()]
     found += [(f"day-{setting}", OUT / "day" / setting,
@@ -599,6 +607,24 @@ def variants_section(log):
     return lines + [""]
 
 
+def cost_model_section(log):
+    """Notebook 08's cost model on shapes its defaults never run: its median error on the points it was not fitted on."""
+    shapes = ", ".join(f"`{name} = {value}`" for name, value in COST_MODEL_PARAMETERS.items())
+    lines = ["## The cost model on cluster shapes notebook 08's defaults never run", "",
+             f"Notebook 08 with {shapes}: the model is fitted on its one-worker points and predicts the others",
+             "(3 workers, 5 steps per closure, a second parameter server).", ""]
+    rows = read_csv(OUT / COST_MODEL_SHAPES / "results.csv")
+    if not rows:
+        return lines + ["Not measured yet.", ""]
+    row = rows[0]
+    if row["status"] != "ok" or not row.get("cost_model_unfitted_median_error"):
+        return lines + [f"The run did not record the model's error (status {row['status']}).", ""]
+    error = float(row["cost_model_unfitted_median_error"])
+    return lines + [f"Median error **{error:.0%}** over the {row['cost_model_unfitted_points']} points it was not fitted on, "
+                    f"{'within' if error <= COST_MODEL_GOAL else 'OVER'} the notebook's {COST_MODEL_GOAL:.0%} "
+                    f"({load_of(log, COST_MODEL_SHAPES)}).", ""]
+
+
 SWEEP_COLUMNS = ("point", "status", "error", "seconds", "peak_pss_mb", "peak_rss_mb", "peak_alone_mb", "largest_tasks")
 MEMORY = """## Memory
 
@@ -678,7 +704,8 @@ SECTIONS = {"tests": lambda log, startup: tests_section(log), "startup": lambda 
             "solutions": lambda log, startup: notebooks_section("solutions", "Exercise solutions at their defaults", log),
             "small-laptop": lambda log, startup: small_laptop_section(log),
             "day": lambda log, startup: day_section(log), "grading": lambda log, startup: grading_section(log),
-            "variants": lambda log, startup: variants_section(log), "long-cells": lambda log, startup: long_cells_section(),
+            "variants": lambda log, startup: variants_section(log), "cost-model": lambda log, startup: cost_model_section(log),
+            "long-cells": lambda log, startup: long_cells_section(),
             "bench-report": lambda log, startup: bench_section(log), "stress": lambda log, startup: stress_section(log),
             "memory": lambda log, startup: [MEMORY]}
 

@@ -155,13 +155,14 @@ def test_a_measurement_times_with_the_meter_it_is_given():
     made = []
 
     class RecordedMeter(Meter):
-        def __init__(self, cpu_pids, socket_pids=()):
-            super().__init__(cpu_pids, socket_pids)
+        def __init__(self, cpu_pids, socket_pids=(), counters=None):
+            super().__init__(cpu_pids, socket_pids, counters)
             made.append(self)
 
     point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
     row = bench.measure_single_process(point, bench.Data(["mlp"]), 2, 5, 0.5, meter=RecordedMeter)
     assert len(made) == 1 and len(made[0].seconds) == row["intervals"] == 2
+    assert row["cpu_machine"] >= row["cpu_coordinator"] * 0.9, "every program's CPU, this process's included"
 
 
 def test_a_baseline_measured_again_keeps_each_measurement_and_pools_its_intervals():

@@ -231,3 +231,56 @@ def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
     expect(worker.locator(".labkit-pid")).not_to_have_text(old_pid)
     assert is_running(int(worker.locator(".labkit-pid").inner_text()))
     screenshot("3-worker-restarted")
+
+
+EXPLORER_CELLS = ["import json\nfrom labkit.explorer import CostModelExplorer\n"
+                  'rows = json.loads(open("rows.json").read())  # a sweep of hand-built costs: only the measurement is real',
+                  "explorer = CostModelExplorer(rows, cores=2, repeats=2, min_steps=4)\nexplorer"]
+
+
+def test_explorer_predicts_as_a_control_moves_measures_a_point_and_its_kernel_leaves_no_task(lab, browser_page):
+    import json
+
+    from support import task_processes
+    from test_cost_model import sweep_rows
+
+    root, url_of = lab
+    (root / "rows.json").write_text(json.dumps(sweep_rows()))
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in EXPLORER_CELLS])
+    notebook.metadata["kernelspec"] = {"name": "pslab", "display_name": "PS Lab (TensorFlow 2.21)", "language": "python"}
+    nbformat.write(notebook, root / "explorer.ipynb")
+    page, screenshot = browser_page
+    with failure_screenshot(screenshot):
+        page.goto(url_of("explorer.ipynb"))
+        expect(page.get_by_text("PS Lab (TensorFlow 2.21) | Idle")).to_be_visible(timeout=180 * SECONDS)
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        explorer = page.locator(".labkit-explorer")
+        prediction = explorer.locator(".labkit-explorer-prediction")
+        expect(prediction).to_contain_text("2w 1ps K=10 batch 64", timeout=60 * SECONDS)
+        before = prediction.inner_text()
+        explorer.locator(".labkit-explorer-workers .noUi-handle").press("ArrowLeft")  # 2 workers -> 1
+        expect(prediction).to_contain_text("1w 1ps K=10 batch 64")
+        assert prediction.inner_text() != before
+        screenshot("explorer-1-moved")
+
+        explorer.locator(".labkit-explorer-measure").click()
+        table = explorer.locator(".labkit-explorer-table")
+        expect(table).to_contain_text("1w 1ps K=10 batch 64", timeout=120 * SECONDS)
+        expect(explorer.locator(".labkit-explorer-status")).to_contain_text("Measured 1w 1ps K=10 batch 64")
+        screenshot("explorer-2-measured")
+
+        explorer.locator(".labkit-explorer-measure").click()  # again, and shut the kernel down while it runs
+        deadline = time.monotonic() + 120
+        while len(task_processes()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert task_processes(), "the second measurement started no cluster"
+        page.get_by_role("menuitem", name="Kernel", exact=True).click()
+        page.get_by_role("menuitem", name="Shut Down Kernel", exact=True).click()
+        confirm = page.get_by_role("button", name="Shut Down", exact=True)
+        if confirm.count():
+            confirm.click()
+        deadline = time.monotonic() + 30
+        while task_processes() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert task_processes() == [], "the measurement's tasks outlived the kernel"

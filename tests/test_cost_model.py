@@ -2,7 +2,7 @@
 import pytest
 
 from labkit import bench
-from labkit.bench.costmodel import Cost, Costs, fit_cost, measure_costs, predict, predict_rows
+from labkit.bench.costmodel import Cost, Costs, fit_cost, measure_costs, predict, predict_rows, scale_model, usable_cores
 
 MB = 1e6
 
@@ -93,7 +93,8 @@ def row(loop="custom", workers=1, ps=1, steps_per_closure=1, batch_size=64, step
         beside=(1, 1)):
     coordinator, workers_cpu, ps_cpu = cpu
     return {"model": "mlp", "loop": loop, "workers": workers, "ps": ps, "steps_per_closure": steps_per_closure, "batch_size": batch_size,
-            "steps_per_s_median": steps_per_s, "cpu_coordinator": coordinator, "cpu_workers": workers_cpu,
+            "steps_per_s_median": steps_per_s, "samples_per_s_median": steps_per_s * batch_size,
+            "cpu_coordinator": coordinator, "cpu_workers": workers_cpu,
             "cpu_ps": ps_cpu, "measured_pull_bytes_per_step": 4e5, "measured_push_bytes_per_step": 4.1e5,
             "beside_workers": beside[0], "beside_ps": beside[1]}
 
@@ -102,7 +103,7 @@ def sweep_rows():
     return [row(steps_per_closure=1, steps_per_s=50.0), row(steps_per_closure=10, steps_per_s=200.0),
             row(ps=2, steps_per_closure=10, steps_per_s=160.0),
             row(workers=2, steps_per_closure=10, steps_per_s=300.0, cpu=(0.3, 1.2, 0.3)),
-            row(loop="single-process", workers=0, ps=0, steps_per_closure=10, steps_per_s=400.0, cpu=(1.0, 0, 0)),
+            row(loop="single-process", workers=0, ps=0, steps_per_closure=10, steps_per_s=400.0, cpu=(1.9, 0, 0)),
             row(loop="single-process", workers=0, ps=0, steps_per_closure=10, batch_size=256, steps_per_s=200.0,
                 cpu=(1.0, 0, 0)),
             row(workers=2, steps_per_closure=10, batch_size=256, steps_per_s=150.0, cpu=(0.3, 1.2, 0.3))]
@@ -126,10 +127,32 @@ def test_every_custom_row_is_predicted_and_calibration_rows_are_reproduced():
         if calibrating:
             assert prediction.steps_per_s == pytest.approx(r["steps_per_s_median"])
     two_workers = next(p for r, p, _ in predicted if r["workers"] == 2 and r["batch_size"] == 64)
-    assert two_workers.steps_per_s == pytest.approx(400)  # 2 workers at 1/200 s each, below the cores limit
+    # 2 workers at 1/200 s each, below the cores limit: 1.9 usable cores / 0.004 CPU seconds per step = 475 steps/s
+    assert two_workers.steps_per_s == pytest.approx(400) and two_workers.limits["cores"] == pytest.approx(475)
     bigger_batch = next(p for r, p, _ in predicted if r["batch_size"] == 256)
     # batch 256 adds 1/200 - 1/400 s of compute per step (single process): 2 / (1/200 + 1/400) steps/s
     assert bigger_batch.limits["workers"] == pytest.approx(2 / (1 / 200 + 1 / 400))
+
+
+def test_the_usable_cores_are_the_most_kept_busy_without_a_second_worker():
+    rows = sweep_rows()  # one process alone kept 1.9 cores busy; the one-worker points 0.8
+    assert usable_cores(rows, "mlp", 64, cores=2) == pytest.approx(1.9)
+    assert usable_cores(rows, "mlp", 64, cores=1) == 1, "never more than the machine's cores"
+    busy_one_worker = [dict(r, cpu_workers=2.5) if r["workers"] == 1 and r["steps_per_closure"] == 1 else r for r in rows]
+    assert usable_cores(busy_one_worker, "mlp", 64, cores=4) == pytest.approx(0.2 + 2.5 + 0.1)
+    elsewhere = [dict(r, beside_workers=2) if r["loop"] == "single-process" else r for r in rows]
+    assert usable_cores(elsewhere, "mlp", 64, cores=2) == pytest.approx(0.8), \
+        "a baseline measured beside a two-worker shape is not an input"
+
+
+def test_a_scaled_model_moves_bytes_and_per_step_costs_with_its_size_but_not_dispatch():
+    measured = costs(one_worker=0.010, dispatch=0.004, coordinator=0.001, worker=0.008, ps=0.001)
+    doubled = scale_model(measured, 2)
+    assert (doubled.pull_bytes, doubled.push_bytes) == (2 * MB, 2 * MB)
+    assert doubled.one_worker_seconds.at(1) == pytest.approx(0.024)  # 2 x 0.010 per step + 0.004 per closure
+    assert (doubled.worker_cpu.at(1), doubled.ps_cpu.at(1), doubled.coordinator_cpu.at(1)) == pytest.approx((0.016, 0.002, 0.001))
+    with pytest.raises(ValueError, match="model size factor must be > 0, got 0"):
+        scale_model(measured, 0)
 
 
 def test_without_socket_bytes_the_costs_take_the_model_size_each_way_and_say_so():

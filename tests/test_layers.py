@@ -16,7 +16,7 @@ LABKIT = ROOT / "labkit"
 # itself (`labkit`: the public API, importable before TensorFlow) may be imported from anywhere.
 LAYERS = [
     ("tools", ["tools"]),
-    ("widgets", ["widgets"]),
+    ("widgets", ["widgets", "explorer"]),
     ("checks and benchmarks", ["checks", "bench"]),
     ("deployment", ["deploy"]),
     ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),

@@ -38,6 +38,7 @@ COPIES = [
     ("08_performance_analysis.ipynb", "five_number_summary", stats.five_number_summary),
     ("08_performance_analysis.ipynb", "run_custom", measure.run_custom),
     ("08_performance_analysis.ipynb", "predict", costmodel.predict),
+    ("08_performance_analysis.ipynb", "cores_busy", costmodel.cores_busy),
     ("10_ps_vs_allreduce.ipynb", "all_reduce_worker", allreduce.all_reduce_worker),
 ]
 

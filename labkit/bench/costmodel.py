@@ -9,11 +9,15 @@ Every step uses five resources, and the slowest one sets the pace:
 - **parameter servers**: each PS serves 1/p of every step's variables (CPU per step);
 - **network**: each PS link carries 1/p of every pull out and of every push in. Links are
   full duplex, so pulls and pushes do not share a direction: the limit is the larger of them;
-- **cores**: when every process shares one machine, the CPU all of them spend per step.
+- **cores**: when every process shares one machine, the CPU all of them spend per step, against the
+  cores they can keep busy together. That is not every core: processes wait on each other (a pull on the
+  PS, the PS on a push) and TensorFlow's threads wait for theirs. ``usable_cores`` takes it from what was
+  measured without a second worker: one process alone (the single-process baseline) and the one-worker points.
 
 A cost per step is ``per_step + per_closure / K + per_extra_ps * (p - 1)`` (``Cost``),
 fitted from one worker at two numbers of steps per closure and at two PS counts. ``predict`` gives the rate
-and which limit set it. ``measure_costs`` reads the costs from ``labkit.bench`` rows.
+and which limit set it. ``measure_costs`` reads the costs from ``labkit.bench`` rows; ``scale_model`` gives
+those of a model of another size, by assumption (nothing measures it).
 """
 import math
 import statistics
@@ -87,7 +91,7 @@ def check_inputs(workers, ps, steps_per_closure, cores=None, link_bytes_per_s=No
 def predict(costs, workers, ps, steps_per_closure, cores=None, link_bytes_per_s=None):
     """Steps/s of ``workers`` workers and ``ps`` parameter servers running ``steps_per_closure`` steps per closure.
 
-    ``cores``: the cores all processes share (one machine), or None for a machine per task.
+    ``cores``: the cores all processes can keep busy on their one machine (``usable_cores``), or None for a machine per task.
     ``link_bytes_per_s``: each machine's link rate in each direction, or None for loopback (free).
     """
     check_inputs(workers, ps, steps_per_closure, cores, link_bytes_per_s)
@@ -185,20 +189,52 @@ def costs_for(rows, model, batch_size, calibration_batch):
                               max(-costs.worker_cpu.per_step, cpu - base_cpu))
 
 
+def scale_model(costs, factor):
+    """The costs of a model ``factor`` times as large, assumed, not measured: the bytes per step, each step's
+    wall time and the CPU per step of workers and parameter servers grow with M; what a closure costs, the
+    coordinator's CPU per step and the cost of an extra PS do not. Right for a dense model on the same data
+    (an MLP with wider layers); the way to know is to measure it."""
+    def grown(cost):
+        return replace(cost, per_step=cost.per_step * factor)
+
+    if not factor > 0:
+        raise ValueError(f"the model size factor must be > 0, got {factor!r}; e.g. 2 for a model twice as large.")
+    return replace(costs, one_worker_seconds=grown(costs.one_worker_seconds), worker_cpu=grown(costs.worker_cpu),
+                   ps_cpu=grown(costs.ps_cpu), pull_bytes=costs.pull_bytes * factor, push_bytes=costs.push_bytes * factor)
+
+
+def cores_busy(row):
+    """How many cores all the tasks kept busy: their CPU seconds over the wall seconds."""
+    return row["cpu_coordinator"] + row["cpu_workers"] + row["cpu_ps"]
+
+
+def usable_cores(rows, model, batch_size, cores):
+    """The cores the tasks of ``model`` can keep busy together on this machine, from what ran without a second
+    worker: the most that one process alone (the single-process baseline beside the one-worker points) or
+    the tasks of a one-worker point kept busy, and at most ``cores``."""
+    calibrated = [r for r in calibration(rows, model, batch_size) if r]
+    beside = {(r["beside_workers"], r["beside_ps"]) for r in calibrated}
+    alone = [r for r in rows if r["loop"] == "single-process" and r["model"] == model and r["batch_size"] == batch_size
+             and (r["beside_workers"], r["beside_ps"]) in beside]
+    return min(cores, max(cores_busy(r) for r in alone + calibrated))
+
+
 def predict_rows(rows, calibration_batch, cores, predictor=predict):
-    """A prediction for every custom-loop row, on this machine (``cores`` shared, loopback):
-    a list of (row, Prediction, was it a calibration row). ``predictor``: ``predict`` or a function
+    """A prediction for every custom-loop row, on this machine (``cores``, of which the tasks use ``usable_cores``;
+    loopback): a list of (row, Prediction, was it a calibration row). ``predictor``: ``predict`` or a function
     like it (notebook 08 passes its own copy)."""
     calibrating = {id(r) for model in {r["model"] for r in rows if r["loop"] == "custom"}
                    for r in calibration(rows, model, calibration_batch) if r}
-    costs, predicted = {}, []
+    costs, usable, predicted = {}, {}, []
     for row in rows:
         if row["loop"] != "custom":
             continue
         key = (row["model"], row["batch_size"])
         if key not in costs:
             costs[key] = costs_for(rows, row["model"], row["batch_size"], calibration_batch)
-        prediction = predictor(costs[key], row["workers"], row["ps"], row["steps_per_closure"], cores=cores)
+        if row["model"] not in usable:
+            usable[row["model"]] = usable_cores(rows, row["model"], calibration_batch, cores)
+        prediction = predictor(costs[key], row["workers"], row["ps"], row["steps_per_closure"], cores=usable[row["model"]])
         predicted.append((row, prediction, id(row) in calibrating))
     return predicted
 

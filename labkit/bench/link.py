@@ -16,7 +16,7 @@ from pathlib import Path
 from labkit.deploy import export, netns
 from labkit.runtime import processes
 from labkit.bench.files import machine
-from labkit.bench.costmodel import measure_costs, predict, relative_error
+from labkit.bench.costmodel import measure_costs, predict, relative_error, usable_cores
 from labkit.bench.points import Point
 from labkit.bench.measure import measure_points
 
@@ -91,15 +91,17 @@ def link(rate_mbit=100, workers=2, steps_per_closure=10, batch_size=64, repeats=
     if reason:
         raise RuntimeError(f"labkit bench link needs network namespaces: {reason}.")
     os.environ["LABKIT_OFFLINE"] = "1"  # the namespaces have no internet: the same offline MNIST everywhere
-    points = [Point(MODEL, "custom", 1, 1, k, batch_size) for k in sorted({1, steps_per_closure})]
+    points = [Point(MODEL, "single-process", 0, 0, steps_per_closure, batch_size)]  # the baseline measure_points needs
+    points += [Point(MODEL, "custom", 1, 1, k, batch_size) for k in sorted({1, steps_per_closure})]
     points.append(Point(MODEL, "custom", workers, 1, steps_per_closure, batch_size))  # the same point on loopback
     rows = measure_points(points, repeats, min_steps, target_accuracy=1.0)
     costs = measure_costs(rows, MODEL, batch_size)
-    loopback = next(r for r in rows if r["workers"] == workers and r["steps_per_closure"] == steps_per_closure)
+    loopback = next(r for r in rows if r["loop"] == "custom" and r["workers"] == workers
+                    and r["steps_per_closure"] == steps_per_closure)
     steps_per_s, bytes_per_step = measure_on_namespaces(rate_mbit, workers, steps_per_closure, batch_size, repeats, min_steps)
-    rate = rate_mbit * 1e6 / 8
-    predicted = predict(costs, workers, 1, steps_per_closure, cores=os.cpu_count(), link_bytes_per_s=rate)
-    predicted_loopback = predict(costs, workers, 1, steps_per_closure, cores=os.cpu_count())
+    rate, cores = rate_mbit * 1e6 / 8, usable_cores(rows, MODEL, batch_size, os.cpu_count())
+    predicted = predict(costs, workers, 1, steps_per_closure, cores=cores, link_bytes_per_s=rate)
+    predicted_loopback = predict(costs, workers, 1, steps_per_closure, cores=cores)
     document = {
         "machine": machine(), "point": {"model": MODEL, "workers": workers, "ps": 1, "steps_per_closure": steps_per_closure,
                                         "batch_size": batch_size, "rate_mbit": rate_mbit},

@@ -18,6 +18,14 @@ from labkit.progress import ProgressLines
 MIN_BASELINE_SECONDS = 0.25  # each timed interval of a single-process baseline lasts at least this long
 
 
+def machine_cpu_seconds():
+    """CPU seconds every program on this machine has used so far (all cores; idle and I/O wait excluded)."""
+    import psutil
+
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+
+
 def _interval_callback(meter, evaluate, accuracies):
     """A Keras callback: epoch 0 is the warm-up; every later epoch is one timed interval."""
     import tensorflow as tf
@@ -80,6 +88,8 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
            "cpu_workers": sum(v for k, v in meter.cpu_seconds.items() if k.startswith("worker")) / wall,
            "cpu_ps": sum(v for k, v in meter.cpu_seconds.items() if k.startswith("ps")) / wall,
            "cpu_per_task": {k: v / wall for k, v in meter.cpu_seconds.items()},
+           # every program's, ours included: what other programs took is this minus the tasks' columns
+           "cpu_machine": meter.counts["machine"] / wall if "machine" in meter.counts else None,
            "analytic_bytes_per_step": 2 * M if point.workers else 0,
            "analytic_bytes_per_ps_per_step": 2 * M / point.ps if point.workers else 0}
     measured = meter.bytes / (steps * len(meter.seconds)) if meter.bytes else None
@@ -99,7 +109,8 @@ class Baseline:
     def __init__(self, point, data, repeats, min_steps, meter=Meter):
         self.point, self.repeats = point, repeats
         self.work = workload(point.model, data, point.batch_size, point.steps_per_closure)
-        self.meter, self.steps = meter({"coordinator": os.getpid()}), self._interval_steps(data, min_steps)
+        self.meter = meter({"coordinator": os.getpid()}, counters={"machine": machine_cpu_seconds})
+        self.steps = self._interval_steps(data, min_steps)
         self.accuracies, self.slots = [], []
 
     def _interval_steps(self, data, min_steps):
@@ -139,7 +150,7 @@ def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min
     with strategy.scope():
         work = workload(point.model, data, point.batch_size, point.steps_per_closure)
     pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in cluster.tasks}}
-    meter, steps = meter(pids, traffic.ps_pids(cluster)), interval_steps(point, min_steps)
+    meter, steps = meter(pids, traffic.ps_pids(cluster), {"machine": machine_cpu_seconds}), interval_steps(point, min_steps)
     if point.loop == "fit":
         dataset = tf.keras.utils.experimental.DatasetCreator(lambda context: work.dataset_fn())
         accuracies = run_fit(work, meter, steps, repeats, dataset)

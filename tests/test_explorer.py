@@ -1,0 +1,70 @@
+"""labkit.explorer: the cost-model explorer's controls, what it says it assumes, its refusals, and a measurement
+cancelled with every task it started gone. (tests/test_browser.py drives it in JupyterLab.)"""
+import pytest
+
+from labkit.explorer import CostModelExplorer, Shape
+from labkit.runtime import processes
+from support import task_processes
+from test_cost_model import sweep_rows
+
+
+@pytest.fixture
+def explorer():
+    made = CostModelExplorer(sweep_rows(), cores=2, max_measured_workers=3)
+    yield made
+    made.close()
+
+
+def test_moving_a_control_predicts_again_and_redraws(explorer):
+    before, picture = explorer.prediction.value, explorer.image.value
+    explorer.controls["steps_per_closure"].value = 1
+    assert explorer.prediction.value != before and explorer.image.value != picture
+    assert "<b>2w 1ps K=1 batch 64</b>: predicted" in explorer.prediction.value
+    slow_link = explorer.predict(Shape(8, 1, 10, 64, link="100 Mbit/s"))
+    assert slow_link.bottleneck == "network" and slow_link.steps_per_s < explorer.predict(Shape(8, 1, 10, 64)).steps_per_s
+
+
+def test_what_was_not_measured_is_said_to_be_assumed(explorer):
+    assert explorer.assumptions(Shape(2, 1, 10, 64)) == []
+    assert "Every input of this prediction was measured" in explorer.assumed.value
+    size, packing, link = explorer.assumptions(Shape(2, 3, 50, 64, model_size=4, link="1 Gbit/s"))
+    assert size.startswith("A model ×4 the size of mlp was not measured")
+    assert "outside those measured (1–10)" in packing and link.startswith("Links of 1 Gbit/s: only the rate counts")
+    assert explorer.assumptions(Shape(2, 3, 10, 64)) == [], "the rows measured 2 PS: what another PS costs is known"
+    one_ps = CostModelExplorer([r for r in sweep_rows() if r["ps"] != 2], cores=2)
+    assert one_ps.assumptions(Shape(2, 2, 10, 64))[0].startswith("The sweep measured 1 PS only")
+
+
+def test_a_point_it_cannot_measure_here_gets_a_message_and_no_process(explorer):
+    explorer.controls["workers"].value = 5
+    explorer.measure()
+    assert "5 workers are more than this machine measures (3 at most" in explorer.status.value
+    explorer.controls["workers"].value, explorer.controls["model_size"].value = 2, 4
+    explorer.measure()
+    assert "only the measured model (mlp, ×1) over loopback" in explorer.status.value
+    assert not explorer.measuring and explorer._process is None
+
+
+def test_the_saved_copy_figure_has_a_curve_per_packing_and_the_sweeps_points(explorer):
+    axis = explorer.default_grid().axes[0]
+    labels = axis.get_legend_handles_labels()[1]
+    assert {"K=1 predicted", "K=10 predicted", "K=10 measured (the sweep)"} <= set(labels)
+    annotations = [text.get_text() for text in axis.texts]
+    assert "fitted on" in annotations and any(text.endswith("%") for text in annotations), annotations
+
+
+def test_rows_without_a_sweep_say_what_to_give():
+    with pytest.raises(ValueError, match="no custom-loop row"):
+        CostModelExplorer([r for r in sweep_rows() if r["loop"] != "custom"])
+
+
+@pytest.mark.cluster
+def test_cancel_stops_the_measurement_and_every_task_it_started(explorer):
+    explorer.controls["workers"].value = 2
+    explorer.measure()
+    assert explorer.measuring and explorer.cancel_button.disabled is False
+    processes.wait_until(lambda: len(task_processes()) >= 3, timeout=120, what="the measurement's cluster to start")
+    explorer.cancel()
+    assert task_processes() == [] and not explorer.measuring
+    assert explorer.status.value.startswith("Cancelled: 2w 1ps K=10 batch 64 was not measured")
+    assert explorer.measurements == [] and explorer.measure_button.disabled is False
