@@ -82,6 +82,40 @@ def test_every_page_link_resolves():
     assert broken == []
 
 
+# The page of exact steps for each operating system, and what it must say.
+OS_PAGES = {"install-macos.md": ["xcode-select --install", "brew install python@3.12", "Install Certificates"],
+            "install-windows.md": ["wsl --install", "administrator", "Virtualization", ".wslconfig", "memory=",
+                                   "wsl --shutdown", "/mnt/c"],
+            "install-ubuntu.md": ["22.04", "24.04", "ppa:deadsnakes/ppa", "uv python install 3.12", "python3.12-venv"]}
+LEARNER_PAGES = [ROOT / "README.md", ROOT / "docs" / "install.md", *(ROOT / "docs" / page for page in OS_PAGES)]
+
+
+def test_each_operating_system_has_a_page_of_steps_that_install_md_and_the_readme_link():
+    install, readme = (ROOT / "docs" / "install.md").read_text(), (ROOT / "README.md").read_text()
+    for page, steps in OS_PAGES.items():
+        assert f"]({page}" in install and f"](docs/{page}" in readme, f"link {page} from install.md and the README"
+        text = (ROOT / "docs" / page).read_text()
+        assert [step for step in steps if step not in text] == [], page
+        assert "make lab" in text and "make doctor" in text and "install.md#updating-the-kit" in text, page
+    named = re.findall(r"docs/[\w-]+\.md", (ROOT / "scripts" / "find_python.sh").read_text())
+    assert named and [page for page in named if not (ROOT / page).exists()] == []
+
+
+def bare_labkit_lines(text):
+    """The lines of a page's command blocks that type `labkit` as if the environment were active, where it is not."""
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.DOTALL)
+    return [line for block in blocks if "source .venv/bin/activate" not in block
+            for line in block.splitlines() if re.match(r"\s*labkit\s", line)]
+
+
+@pytest.mark.parametrize("page", LEARNER_PAGES, ids=lambda path: path.name)
+def test_learner_pages_show_labkit_commands_as_they_run(page):
+    """`labkit` lives in .venv: a command block types it as .venv/bin/labkit, or activates the environment first."""
+    assert bare_labkit_lines(page.read_text()) == []
+    assert bare_labkit_lines("```bash\nlabkit status\n```") == ["labkit status"]
+    assert bare_labkit_lines("```bash\nsource .venv/bin/activate\nlabkit status\n```") == []
+
+
 def make(*arguments):
     return subprocess.run(["make", "-s", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
