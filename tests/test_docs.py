@@ -101,6 +101,21 @@ def test_each_operating_system_has_a_page_of_steps_that_install_md_and_the_readm
     assert named and [page for page in named if not (ROOT / page).exists()] == []
 
 
+def anchors(page):
+    """The #anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", without_code(page.read_text()), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_link_to_a_section_of_a_page_finds_its_heading():
+    links = [(page, (page.parent / target).resolve() if target else page, anchor) for page in PAGES
+             for target, anchor in re.findall(r"\]\(([^)#:]*)#([^)]+)\)", page.read_text())]
+    broken = [f"{page.name} -> {target.name}#{anchor}" for page, target, anchor in links
+              if target.suffix == ".md" and anchor not in anchors(target)]
+    assert broken == [] and len(links) > 10
+    assert "updating-the-kit" in anchors(ROOT / "docs" / "install.md")
+
+
 def bare_labkit_lines(text):
     """The lines of a page's command blocks that type `labkit` as if the environment were active, where it is not."""
     blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.DOTALL)
