@@ -237,6 +237,7 @@ def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks
     import json
 
     import measurements
+    from labkit.tools import doctor
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
     entry = {"started": "2026-12-01 08:00 UTC", "seconds": 40, "load_average_before": [0.5, 0.4, 0.3],
@@ -260,8 +261,13 @@ def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks
     assert "The day's peak: **4.9 GB** (PSS), 5.1 GB alone, OVER the 5 GB the kit aims at" in text
     assert "The day's peak: **2.9 GB** (PSS), 2.9 GB alone, within the 3 GB the kit aims at" in text
     assert "| `00_welcome` | 1 | 5 s | 3.1 GB | 3.2 GB | 3.5 GB | kernel 700 jupyter server 60 |" in text
-    small = measurements.peaks_table(log)["notebooks"]["00_welcome"]["small_laptop"]
+    table = measurements.peaks_table(log)
+    small = table["notebooks"]["00_welcome"]["small_laptop"]
     assert (small["peak_pss_mb"], small["peak_alone_mb"], small["mnist_source"]) == (650, 700, "offline-subset")
+    day = table["workshop_day"]  # what `labkit doctor --workshop` judges the 3-hour plan by, in the doctor's names
+    assert day["plan"] == list(doctor.THREE_HOUR_PLAN)
+    assert (day["full_size"]["peak_alone_mb"], day["small_laptop"]["peak_pss_mb"]) == (5100, 2900)
+    assert doctor.day_peak(doctor.THREE_HOUR_PLAN, day, doctor.SMALL_LAPTOP) == 2940
 
 
 def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_lacks_one():
