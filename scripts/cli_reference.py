@@ -16,6 +16,8 @@ HEADER = """# The `labkit` command
 Every command and option, generated from the command's parser by `make docs`
 (`scripts/cli_reference.py`); a test fails when this page and the parser disagree.
 `labkit COMMAND --help` prints the same. The commands are listed in the order a learner meets them.
+`make lab` installs the command into the kit's environment: run it as `.venv/bin/labkit`, or as plain
+`labkit` after `source .venv/bin/activate`.
 """
 
 

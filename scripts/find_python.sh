@@ -43,9 +43,11 @@ fi
   echo "No such Python was found, so nothing was installed. Get one, then run the same make command again:"
   if [ "$(uname -s)" = Darwin ]; then
     echo "  the python.org installer for macOS (https://www.python.org/downloads/macos/), or: brew install python@3.12"
+    echo "  (step by step: docs/install-macos.md)"
   elif grep -qi ubuntu /etc/os-release 2>/dev/null; then
     echo "  sudo add-apt-repository ppa:deadsnakes/ppa && sudo apt install python3.12 python3.12-venv"
     echo "  or, with uv (https://docs.astral.sh/uv/): uv python install 3.12"
+    echo "  (step by step: docs/install-ubuntu.md)"
   else
     echo "  https://www.python.org/downloads/ (or your system's python3.12 package, with its venv module)"
   fi

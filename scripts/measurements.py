@@ -540,7 +540,8 @@ def day_section(log):
              "own kernel, its code cells run in order. Every kernel stays open after its notebook, as learners leave",
              f"them, except at the break before {DAY_BREAK_BEFORE}, when the instructor guide has everyone shut down the",
              "kernels open until then. The memory is the summed PSS of the server, every open kernel and their",
-             "tasks (the browser is not counted: `labkit doctor --workshop` adds room for it).", ""]
+             "tasks (the browser is not counted). `labkit doctor --workshop` judges a laptop by this day's peak in",
+             "the setting it will use, with room for the browser on top.", ""]
     for setting, _, title, limit_gb in DAY_SETTINGS:
         day = read_json(OUT / "day" / setting / "day.json")
         lines += [f"### {title}", ""]
@@ -854,9 +855,27 @@ def peaks_table(log):
             if small:
                 measured[path.stem]["small_laptop"] = peak_entry(small, log[f"{SMALL_LAPTOP_PREFIX}{path.stem}"])
     return {"about": "Peak memory (MB) and run time of each notebook and solution at its defaults, with full-size "
-                     "MNIST and (small_laptop) with the offline subset of `make lab-small`. Written by "
-                     "`make measurements` (scripts/measurements.py) with docs/measurements.md: never edit.",
-            "notebooks": measured}
+                     "MNIST and (small_laptop) with the offline subset of `make lab-small`; and of the workshop day "
+                     "(the 3-hour plan in one JupyterLab) in both settings. Written by `make measurements` "
+                     "(scripts/measurements.py) with docs/measurements.md: never edit.",
+            "notebooks": measured, "workshop_day": day_table(log)}
+
+
+def day_table(log):
+    """The workshop day's peaks in the peaks table: its plan, and its peak in each setting measured, under the
+    doctor's names of the settings ("full_size", "small_laptop")."""
+    from labkit.tools.doctor import THREE_HOUR_PLAN
+
+    table = {"plan": list(THREE_HOUR_PLAN)}
+    for setting, _, _, _ in DAY_SETTINGS:
+        day = read_json(OUT / "day" / setting / "day.json")
+        if day:
+            logged = log[f"day-{setting}"]
+            table[setting.replace("-", "_")] = {
+                **{key: day[key] for key in ("peak_pss_mb", "peak_alone_mb", "peak_rss_mb")},
+                "measured": logged["started"], "mnist_source": logged["mnist_source"],
+                "load_average": logged["load_average_before"][0]}
+    return table
 
 
 def peak_entry(row, logged):

@@ -65,6 +65,7 @@ def test_without_one_on_path_the_python_uv_manages_is_chosen_and_a_mac_is_told_o
     fake_program(tmp_path / "bin", "uname", "echo Darwin\n")
     on_a_mac = subprocess.run(find_python, capture_output=True, text=True, env={**os.environ, "PATH": path}, timeout=60)
     assert on_a_mac.returncode != 0 and "brew install python@3.12" in on_a_mac.stderr, on_a_mac.stderr
+    assert "step by step: docs/install-macos.md" in on_a_mac.stderr
     fake_program(tmp_path / "bin", "uv", '[ "$*" = "python find >=3.11,<3.14" ] && echo /uv/python3.12\n')
     with_uv = subprocess.run(find_python, capture_output=True, text=True, env={**os.environ, "PATH": path}, timeout=60)
     assert with_uv.stdout.strip() == "/uv/python3.12", with_uv.stderr

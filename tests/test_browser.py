@@ -3,7 +3,9 @@
 Headless Debian Chromium (/usr/bin/chromium; Playwright never downloads a browser here)
 opens a notebook, runs all cells, and uses the dashboard's kill and restart buttons; it
 also opens two smoke notebooks as nbval executed them earlier in this pytest run and
-checks what a learner sees: figures as images, no red stderr. Screenshots go to runs/browser-test/.
+checks what a learner sees: figures as images, no red stderr. In a work folder built as `make lab`
+builds it, a notebook's links to a docs page, an exercise and another notebook each open.
+Screenshots go to runs/browser-test/.
 """
 import os
 import re
@@ -21,6 +23,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.cluster import pick_port
+from labkit.tools import workfolder
 from support import is_running
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -284,3 +287,40 @@ def test_explorer_predicts_as_a_control_moves_measures_a_point_and_its_kernel_le
         while task_processes() and time.monotonic() < deadline:
             time.sleep(0.2)
         assert task_processes() == [], "the measurement's tasks outlived the kernel"
+
+
+# One relative link of each kind in notebook 05 as the learner opens it from work/notebooks/.
+LINKED_FROM_05 = {"docs/measurements.md": "a docs page", "exercises/ex2_gradient_compression.ipynb": "an exercise",
+                  "notebooks/06_stale_gradients.ipynb": "another notebook"}
+
+
+def test_links_in_a_notebook_open_their_targets_in_the_work_folder(lab, browser_page):
+    """In the work folder `make lab` builds, clicking a docs link, an exercise link and a notebook link in
+    notebook 05's text opens each target in a tab of its own, showing its first heading, not an error."""
+    root, url_of = lab
+    workfolder.copy_missing(root)
+    page, screenshot = browser_page
+    notebook = "notebooks/05_gradient_compression.ipynb"
+    with failure_screenshot(screenshot):
+        page.goto(url_of(notebook))
+        for target, kind in LINKED_FROM_05.items():
+            page.locator(".lm-TabBar-tab", has_text=Path(notebook).name).click()
+            link = page.locator(f'.jp-RenderedMarkdown a[href*="/files/{target}?"]')
+            expect(link, f"no link to {kind} ({target}) in {notebook}").to_have_count(1, timeout=60 * SECONDS)
+            link.click()
+            expect(page.locator(".lm-TabBar-tab.jp-mod-current"),
+                   f"{kind} ({target}) did not open").to_have_text(Path(target).name, timeout=30 * SECONDS)
+            document = page.locator("#jp-main-dock-panel .jp-MainAreaWidget:visible")
+            expect(document.locator("h1").first).to_contain_text(first_heading(root / target), timeout=30 * SECONDS)
+            expect(page.locator(".jp-Dialog"), f"{kind} ({target}) opened a dialog").to_have_count(0)
+            screenshot(f"link-to-{Path(target).stem}")
+
+
+def first_heading(path):
+    """The text of the first level-1 heading of a Markdown file or a notebook's Markdown cells."""
+    if path.suffix == ".ipynb":
+        text = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells
+                         if cell.cell_type == "markdown")
+    else:
+        text = path.read_text()
+    return re.search(r"^# (.+)$", text, re.MULTILINE).group(1).strip()

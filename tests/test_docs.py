@@ -82,6 +82,55 @@ def test_every_page_link_resolves():
     assert broken == []
 
 
+# The page of exact steps for each operating system, and what it must say.
+OS_PAGES = {"install-macos.md": ["xcode-select --install", "brew install python@3.12", "Install Certificates"],
+            "install-windows.md": ["wsl --install", "administrator", "Virtualization", ".wslconfig", "memory=",
+                                   "wsl --shutdown", "/mnt/c"],
+            "install-ubuntu.md": ["22.04", "24.04", "ppa:deadsnakes/ppa", "uv python install 3.12", "python3.12-venv"]}
+LEARNER_PAGES = [ROOT / "README.md", ROOT / "docs" / "install.md", *(ROOT / "docs" / page for page in OS_PAGES)]
+
+
+def test_each_operating_system_has_a_page_of_steps_that_install_md_and_the_readme_link():
+    install, readme = (ROOT / "docs" / "install.md").read_text(), (ROOT / "README.md").read_text()
+    for page, steps in OS_PAGES.items():
+        assert f"]({page}" in install and f"](docs/{page}" in readme, f"link {page} from install.md and the README"
+        text = (ROOT / "docs" / page).read_text()
+        assert [step for step in steps if step not in text] == [], page
+        assert "make lab" in text and "make doctor" in text and "install.md#updating-the-kit" in text, page
+    named = re.findall(r"docs/[\w-]+\.md", (ROOT / "scripts" / "find_python.sh").read_text())
+    assert named and [page for page in named if not (ROOT / page).exists()] == []
+
+
+def anchors(page):
+    """The #anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.+)$", without_code(page.read_text()), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_link_to_a_section_of_a_page_finds_its_heading():
+    links = [(page, (page.parent / target).resolve() if target else page, anchor) for page in PAGES
+             for target, anchor in re.findall(r"\]\(([^)#:]*)#([^)]+)\)", page.read_text())]
+    broken = [f"{page.name} -> {target.name}#{anchor}" for page, target, anchor in links
+              if target.suffix == ".md" and anchor not in anchors(target)]
+    assert broken == [] and len(links) > 10
+    assert "updating-the-kit" in anchors(ROOT / "docs" / "install.md")
+
+
+def bare_labkit_lines(text):
+    """The lines of a page's command blocks that type `labkit` as if the environment were active, where it is not."""
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.DOTALL)
+    return [line for block in blocks if "source .venv/bin/activate" not in block
+            for line in block.splitlines() if re.match(r"\s*labkit\s", line)]
+
+
+@pytest.mark.parametrize("page", LEARNER_PAGES, ids=lambda path: path.name)
+def test_learner_pages_show_labkit_commands_as_they_run(page):
+    """`labkit` lives in .venv: a command block types it as .venv/bin/labkit, or activates the environment first."""
+    assert bare_labkit_lines(page.read_text()) == []
+    assert bare_labkit_lines("```bash\nlabkit status\n```") == ["labkit status"]
+    assert bare_labkit_lines("```bash\nsource .venv/bin/activate\nlabkit status\n```") == []
+
+
 def make(*arguments):
     return subprocess.run(["make", "-s", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=60)
 
@@ -235,6 +284,7 @@ def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks
     import json
 
     import measurements
+    from labkit.tools import doctor
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
     entry = {"started": "2026-12-01 08:00 UTC", "seconds": 40, "load_average_before": [0.5, 0.4, 0.3],
@@ -258,8 +308,13 @@ def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks
     assert "The day's peak: **4.9 GB** (PSS), 5.1 GB alone, OVER the 5 GB the kit aims at" in text
     assert "The day's peak: **2.9 GB** (PSS), 2.9 GB alone, within the 3 GB the kit aims at" in text
     assert "| `00_welcome` | 1 | 5 s | 3.1 GB | 3.2 GB | 3.5 GB | kernel 700 jupyter server 60 |" in text
-    small = measurements.peaks_table(log)["notebooks"]["00_welcome"]["small_laptop"]
+    table = measurements.peaks_table(log)
+    small = table["notebooks"]["00_welcome"]["small_laptop"]
     assert (small["peak_pss_mb"], small["peak_alone_mb"], small["mnist_source"]) == (650, 700, "offline-subset")
+    day = table["workshop_day"]  # what `labkit doctor --workshop` judges the 3-hour plan by, in the doctor's names
+    assert day["plan"] == list(doctor.THREE_HOUR_PLAN)
+    assert (day["full_size"]["peak_alone_mb"], day["small_laptop"]["peak_pss_mb"]) == (5100, 2900)
+    assert doctor.day_peak(doctor.THREE_HOUR_PLAN, day, doctor.SMALL_LAPTOP) == 2940
 
 
 def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_lacks_one():

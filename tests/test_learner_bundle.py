@@ -51,3 +51,27 @@ def test_a_folder_that_is_not_a_checkout_is_refused(tmp_path):
 def test_make_learner_bundle_passes_the_wheelhouse():
     recipe = (ROOT / "Makefile").read_text().split("\nlearner-bundle:")[1].split("\n\n")[0]
     assert "scripts/learner_bundle.py --wheelhouse $(WHEELHOUSE)" in recipe
+
+
+def test_the_update_steps_for_bundle_learners_keep_their_work_and_bring_the_new_kit(tmp_path):
+    """docs/install.md's "Updating the kit" commands for the bundle, run as written (all but `make lab`)."""
+    import os
+    import re
+
+    block = re.search(r"\*\*From the learner bundle\*\*.*?```bash\n(.*?)```", (ROOT / "docs" / "install.md").read_text(),
+                      re.DOTALL).group(1)
+    steps = [line.split("#")[0].strip() for line in block.splitlines()]
+    assert steps[-1] == "cd pslab && make lab"
+    home = tmp_path / "home"
+    (home / "Downloads").mkdir(parents=True)
+    learner_bundle.bundle(home / "Downloads" / "pslab-learner.tar.gz")
+    old = home / "pslab"
+    (old / "work" / "notebooks").mkdir(parents=True)
+    (old / "work" / "notebooks" / "00_welcome.ipynb").write_text("the learner's edits")
+    (old / "notebooks").mkdir()
+    (old / "notebooks" / "99_dropped.ipynb").write_text("a notebook the new kit no longer has")
+    script = "\n".join([*steps[:-1], "cd pslab"])  # `make lab` installs the kit: not in a unit test
+    subprocess.run(["sh", "-e", "-c", script], env=dict(os.environ, HOME=str(home)), cwd=tmp_path, check=True)
+    assert (old / "work" / "notebooks" / "00_welcome.ipynb").read_text() == "the learner's edits"
+    assert (old / "Makefile").exists() and not (old / "notebooks" / "99_dropped.ipynb").exists()
+    assert not (home / "pslab-old" / "work").exists()

@@ -65,7 +65,8 @@ def add_doctor(commands):
                              "1-worker/1-ps cluster trains a few steps; exits non-zero if an item FAILED")
     doctor.add_argument("--notebooks", nargs="+", metavar="NN",
                         help="--workshop: the notebooks of the day, e.g. 00 01 02 03 ex1; free memory must cover "
-                             "the largest measured peak among them (default: the guide's 3-hour plan)")
+                             "the largest measured peak among them, or for the guide's 3-hour plan (the default) "
+                             "its measured workshop day, kernels open as the guide keeps them")
 
 
 # ----- demo -------------------------------------------------------------------

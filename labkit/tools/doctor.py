@@ -117,17 +117,43 @@ def _peak_mb(name, entry, setting):
     return max(entry["peak_pss_mb"], entry.get("peak_alone_mb", 0))
 
 
-def memory(available_bytes=None, notebooks=THREE_HOUR_PLAN, peaks=None, mnist=None):
-    """Enough free memory for the largest measured peak of the notebooks of the day, with the MNIST the
-    laptop will use (``mnist``: a ``laptop_mnist()`` answer); FAIL below it."""
+def day_peak(notebooks, day=None, setting=FULL_SIZE):
+    """MB of the measured workshop day (the peaks table's "workshop_day": its plan's notebooks opened in order in
+    one JupyterLab, kernels left open as the instructor guide keeps them) in ``setting``; None when ``notebooks``
+    are not that plan. ValueError when the plan was not measured in ``setting``."""
+    day = day if day is not None else json.loads(PEAKS_TABLE.read_text()).get("workshop_day", {})
+    if tuple(notebooks) != tuple(day.get("plan", ())):
+        return None
+    if setting not in day:
+        raise ValueError(f"the workshop day is not measured in the {setting.replace('_', '-')} setting: "
+                         "run `make measurements`")
+    return max(day[setting]["peak_pss_mb"], day[setting]["peak_alone_mb"])
+
+
+def need(notebooks, setting, peaks=None, day=None):
+    """(MB, whose, what) of the memory ``notebooks`` need in ``setting``, as measured: the workshop day's peak
+    when they are its plan, unless one of them alone measured more; else the largest of their own peaks."""
+    name, peak_mb = largest_peak(notebooks, peaks, setting)
+    day_mb = day_peak(notebooks, day, setting)
+    plan = " ".join(notebooks)
+    if day_mb is None:
+        return peak_mb, name, f"the most of {plan}, each alone; kernels left open add to it"
+    day_is = f"{plan} in one JupyterLab, kernels open as the instructor guide keeps them"
+    if peak_mb > day_mb:
+        return peak_mb, name, f"alone, more than the workshop day's {gibibytes(day_mb):.1f} GiB: {day_is}"
+    return day_mb, "the workshop day", day_is
+
+
+def memory(available_bytes=None, notebooks=THREE_HOUR_PLAN, peaks=None, mnist=None, day=None):
+    """Enough free memory for the notebooks of the day (``need``), with the MNIST the laptop will use
+    (``mnist``: a ``laptop_mnist()`` answer); FAIL below it."""
     available = (available_bytes if available_bytes is not None else psutil.virtual_memory().available) / 2**30
     setting, data = mnist or laptop_mnist()
-    name, peak_mb = largest_peak(notebooks, peaks, setting)
+    peak_mb, whose, what = need(notebooks, setting, peaks, day)
     peak = gibibytes(peak_mb)
-    text = (f"{available:.1f} GiB available; {name} needs {peak:.1f} GiB at its peak with {data}, "
-            f"the most of {' '.join(notebooks)}")
+    text = f"{available:.1f} GiB available; {whose} ({what}) needs {peak:.1f} GiB at its peak with {data}"
     if available < peak:
-        return FAIL, f"{text}. Close other programs and kernels, {smaller_setting(setting, notebooks, peaks)}"
+        return FAIL, f"{text}. Close other programs and kernels, {smaller_setting(setting, notebooks, peaks, day)}"
     if available < peak + BROWSER_GIB:
         return WARN, f"{text}, with less than {BROWSER_GIB:.0f} GiB left for the browser: close other programs."
     return PASS, text
@@ -137,12 +163,12 @@ def gibibytes(megabytes):
     return megabytes * 1e6 / 2**30
 
 
-def smaller_setting(setting, notebooks, peaks):
+def smaller_setting(setting, notebooks, peaks, day):
     """What a laptop short of memory can do next, with what the small-laptop setting needs if it is not in it."""
     if setting == SMALL_LAPTOP:
         return "or pair with a neighbour."
-    name, peak_mb = largest_peak(notebooks, peaks, SMALL_LAPTOP)
-    return (f"or use the small-laptop setting (`make lab-small`: the 5,000-image MNIST subset; {name} then needs "
+    peak_mb, whose, _ = need(notebooks, SMALL_LAPTOP, peaks, day)
+    return (f"or use the small-laptop setting (`make lab-small`: the 5,000-image MNIST subset; {whose} then needs "
             f"{gibibytes(peak_mb):.1f} GiB, and `make doctor-small` checks the laptop for it), or pair with a neighbour.")
 
 
@@ -248,7 +274,7 @@ WORKSHOP_CHECKS = {"python": python_version, "packages": pinned_versions, "keras
 
 
 def workshop_checks(notebooks=THREE_HOUR_PLAN):
-    """The workshop checks, with memory judged against the largest peak of ``notebooks``."""
+    """The workshop checks, with memory judged by what ``notebooks`` need (``need``)."""
     largest_peak(notebooks)  # an unknown notebook is an error before anything runs
     return dict(WORKSHOP_CHECKS, memory=functools.partial(memory, notebooks=notebooks))
 
