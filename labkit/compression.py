@@ -281,7 +281,7 @@ class CompressedSGD:
 
     Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``: the worker's
     state (residuals, DGC velocities) is per-worker variables that never cross the network.
-    ``steps`` counts the job's steps on the PS (every worker's), so a warm-up follows the job
+    ``steps`` counts the run's steps on the PS (every worker's), so a warm-up follows the run
     whichever worker runs each step. ``learning_rate`` is a number or a function of that count.
     ``momentum`` alone is kept on the PS (the naive way); with ``momentum_correction``, on the
     worker before compression (DGC), where ``factor_masking`` restarts the velocity of the
@@ -316,7 +316,7 @@ class CompressedSGD:
         gradients, variables = zip(*gradients_and_variables)
         if self.clip_norm:
             gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm)
-        step = self.steps.assign_add(1) - 1  # on the PS: the job's step count comes back (8 bytes)
+        step = self.steps.assign_add(1) - 1  # on the PS: the run's step count comes back (8 bytes)
         learning_rate = self.learning_rate(step) if callable(self.learning_rate) else self.learning_rate
         options = {"ratio": warmup_ratio(step, self.compressor.ratio, self.warmup_steps)} if self.warmup_steps else {}
         pushed = []
@@ -475,17 +475,18 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
         counters["pulled"] = lambda: int(pulls.pulled_bytes.numpy())
     meter = Meter(socket_pids=ps_pids, counters=counters)
     timed_steps = num_steps - steps_per_closure
-    history = train.run(coordinator, make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure),
-                        batches, timed_steps, steps_per_closure, log_every_steps=timed_steps, description=None,
-                        evaluate=lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)},
-                        warmup_closures=1, meter=meter)
+    train_steps = make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
+    training_log = train.run(coordinator, train_steps, batches, timed_steps, steps_per_closure,
+                             log_every_steps=timed_steps, description=None,
+                             evaluate=lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)},
+                             warmup_closures=1, meter=meter)
     model_bytes = models.model_bytes(model)
     error_feedback = sgd_options.get("error_feedback", False)
     default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"
     return Result(name=name or default_name, seed=seed, error_feedback=error_feedback,
                   push_payload=meter.counts["pushed"] / timed_steps,
                   pull_payload=meter.counts["pulled"] / timed_steps if pulls else model_bytes, model_bytes=model_bytes,
-                  measured=meter.bytes / timed_steps if meter.bytes else None, **vars(history))
+                  measured=meter.bytes / timed_steps if meter.bytes else None, **vars(training_log))
 
 
 def accuracy_mean_and_range(runs):

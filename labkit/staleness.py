@@ -426,7 +426,7 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
         run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed,
                   ssp_bound=ssp_bound)
         train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
-                  evaluate=evaluate, history=run,
+                  evaluate=evaluate, training_log=run,
                   description=run_description(rule.name, run.delay, seed, ssp_bound, slowed))
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())

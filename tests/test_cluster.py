@@ -288,8 +288,9 @@ def test_a_new_cluster_with_the_same_name_stops_the_old_one_and_with_starts_and_
         addresses = {task.address for task in second.tasks}
     assert not second.running and not log_dir.exists(), "a clean stop removes the logs it made"
     alone = context.context().get_server_def()
-    assert [job.name for job in alone.cluster.job] == ["chief"], "stop() left this process connected to the tasks"
-    assert not addresses & {address for job in alone.cluster.job for address in job.tasks.values()}
+    assert [job_def.name for job_def in alone.cluster.job] == ["chief"], \
+        "stop() left this process connected to the tasks"
+    assert not addresses & {address for job_def in alone.cluster.job for address in job_def.tasks.values()}
     [line] = [line for line in (tmp_path / "disconnect.log").read_text().splitlines() if line.startswith("labkit:")]
     assert line.startswith("labkit: left 2 tasks: garbage collection ") and "update_server_def" in line, line
     collected = weakref.ref(second)
@@ -324,7 +325,7 @@ def test_a_stop_gives_up_on_tasks_that_do_not_answer_and_this_process_trains_on(
     [line] = [line for line in (tmp_path / "disconnect.log").read_text().splitlines() if line.startswith("labkit:")]
     assert line.endswith("(no answer after 1 s: the tasks were stopped)"), line
     alone = context.context().get_server_def()
-    assert [job.name for job in alone.cluster.job] == ["chief"]
+    assert [job_def.name for job_def in alone.cluster.job] == ["chief"]
     with LocalCluster(num_workers=1, num_ps=1, name="test-frozen") as again:
         with again.strategy().scope():
             variable = tf.Variable(2.0)

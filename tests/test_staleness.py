@@ -271,11 +271,11 @@ def test_an_ssp_run_whose_wait_timed_out_reports_its_bound_broken():
     ([0.1, 0.9, 0.1], [0.8, 0.82, 0.81], "plain async lost only"),                # within the seed spread
     ([0.1, 0.11, 0.1], [0.3, 0.32, 0.31], "won back"),                           # less than half back
 ])
-def test_the_stale_sgd_comparison_rejects_small_or_noisy_differences(plain, aware, message):
+def test_staleness_aware_won_back_rejects_small_or_noisy_differences(plain, aware, message):
     fresh = [0.91, 0.92, 0.9]
-    checks.stale_sgd_comparison(fresh, [0.1, 0.11, 0.1], [0.85, 0.86, 0.84], 0.05)
+    checks.staleness_aware_won_back(fresh, [0.1, 0.11, 0.1], [0.85, 0.86, 0.84], 0.05)
     with pytest.raises(AssertionError, match=message):
-        checks.stale_sgd_comparison(fresh, plain, aware, 0.05)
+        checks.staleness_aware_won_back(fresh, plain, aware, 0.05)
 
 
 def test_the_filter_check_names_a_worker_that_applied_nothing():

@@ -11,7 +11,7 @@ LM_SEQUENCE_LENGTH = 32
 
 
 class Data:
-    """The real data every workload trains on, loaded once per sweep."""
+    """The real data every workload trains on, loaded once per benchmark run."""
 
     def __init__(self, models):
         from labkit.data import load_mnist, load_text_corpus

@@ -51,7 +51,7 @@ def contracts(gradient, rebuilt, kept):
         f"(k = {kept} of n = {x.size}): keep the k entries of LARGEST magnitude.")
 
 
-def compression_result(result, dense, min_ratio, max_accuracy_loss):
+def compression_paid_off(result, dense, min_ratio, max_accuracy_loss):
     """A training run with the compressor and error feedback: fewer bytes, nearly the same accuracy."""
     require(result.error_feedback, "this run has no error feedback: pass error_feedback=True to train_mnist.")
     require(result.push_ratio >= min_ratio, f"the workers pushed only {result.push_ratio:.1f}x fewer bytes than "
