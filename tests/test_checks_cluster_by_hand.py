@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks
 
 

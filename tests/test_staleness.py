@@ -180,7 +180,7 @@ def test_bad_settings_are_refused(make, message):
 
 
 class EarlyClaimCounter(staleness.StalenessSGD):
-    """The counter issue 14 found: the claim depends only on the version read, not on the update."""
+    """An early claim: it depends only on the version read, not on the update, so τ reads 0."""
 
     def apply(self, gradients, read_version, worker=0, read_parameters=()):
         tau = self.version.assign_add(1) - 1 - read_version

