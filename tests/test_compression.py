@@ -12,15 +12,11 @@ import labkit
 from labkit import checks, compression
 from labkit.data import load_mnist
 
-SHAPE = (40, 25)
+from support import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
+
 FIXED_SIZE = [compression.Compressor(), compression.TopK(0.05), compression.RandomK(0.1), compression.Int8(),
               compression.QSGD(1), compression.QSGD(2), compression.QSGD(4, bucket_size=128),
               compression.ScaledSign()]
-
-
-@pytest.fixture
-def gradient():
-    return tf.random.stateless_normal(SHAPE, seed=[1, 2])
 
 
 @pytest.mark.parametrize("compressor", FIXED_SIZE, ids=str)
