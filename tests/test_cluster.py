@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from labkit import cluster as cluster_module
+from labkit import cluster as cluster_module, registry
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
 from labkit.runtime import loglines, processes
 from labkit.runtime.processes import EXIT_PORT_IN_USE
@@ -124,8 +124,8 @@ def test_start_again_does_nothing_while_the_cluster_runs(small_cluster):
 
 
 def test_its_state_file_is_outside_the_home_cache_while_it_runs(small_cluster):
-    assert not cluster_module.state_dir().is_relative_to(Path.home() / ".cache"), "tests must not write into ~/.cache"
-    [state] = [s for s in cluster_module.running_clusters() if s["name"] == "test-lifecycle"]
+    assert not registry.state_dir().is_relative_to(Path.home() / ".cache"), "tests must not write into ~/.cache"
+    [state] = [s for s in registry.running_clusters() if s["name"] == "test-lifecycle"]
     assert [task["task"] for task in state["tasks"]] == ["ps:0", "worker:0"]
 
 
@@ -244,10 +244,10 @@ def test_status_shows_a_killed_task_its_owner_has_not_reaped_as_dead(tmp_path, m
     task.kill()
     processes.wait_until(lambda: psutil.Process(task.pid).status() == psutil.STATUS_ZOMBIE, 10,
                          "the killed task to become a zombie")
-    cluster_module.state_path("test-zombie", os.getpid()).write_text(json.dumps(
+    registry.state_path("test-zombie", os.getpid()).write_text(json.dumps(
         {"name": "test-zombie", "owner_pid": os.getpid(), "tasks": [{"task": "worker:0", "pid": task.pid}]}))
     try:
-        [state] = cluster_module.running_clusters()
+        [state] = registry.running_clusters()
         assert state["tasks"][0]["alive"] is False
     finally:
         task.wait()

@@ -22,7 +22,7 @@ LAYERS = [
     ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
     ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict", "over_seeds"]),
     ("content", ["data", "models"]),
-    ("cluster", ["cluster"]),
+    ("cluster", ["cluster", "registry"]),
     ("runtime", ["runtime"]),
 ]
 # What the package imports for its public API (tools.display: figures as images, in a kernel only).

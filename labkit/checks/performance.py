@@ -181,7 +181,7 @@ def dense_traffic_is_model_size(row, low=0.8, high=1.5):
 
 
 def clusters_stopped(leftover):
-    """``leftover``, the clusters this process still runs (``labkit.cluster.running_clusters``), is empty."""
+    """``leftover``, the clusters this process still runs (``labkit.registry.running_clusters``), is empty."""
     require(leftover == [], f"clusters still running: {leftover}")
 
 

@@ -14,7 +14,8 @@ import time
 
 import labkit
 from labkit.runtime import processes, tfconfig
-from labkit.cluster import LocalCluster, pick_port, running_clusters, stop_recorded
+from labkit.cluster import LocalCluster, pick_port
+from labkit.registry import running_clusters, stop_recorded
 from labkit import bench
 from labkit.deploy import export, kubernetes
 from labkit.tools import exercises
