@@ -34,7 +34,8 @@ import tensorflow as tf
 from labkit import models, sharding, traffic, train
 from labkit.runtime import children, processes
 from labkit.cluster import HOST, pick_port
-from labkit.data import load_mnist, mnist_dataset_fn, power_law_ids, with_slowed_worker
+from labkit.data import load_mnist
+from labkit.pipelines import mnist_dataset_fn, power_law_ids, with_slowed_worker
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
 

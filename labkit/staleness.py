@@ -38,7 +38,7 @@ import numpy as np
 import tensorflow as tf
 
 from labkit import models, train
-from labkit.data import slowed
+from labkit.pipelines import slowed
 
 
 class Constant:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from labkit.data import mnist_dataset_fn, with_slowed_worker
+from labkit.pipelines import mnist_dataset_fn, with_slowed_worker
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
 
@@ -209,7 +209,7 @@ def per_worker_iterator(coordinator, dataset_fn):
 
 
 def mnist_batches(coordinator, data, batch_size=64, seed=0, sharded=False, slow_worker=None, slow_ms=0):
-    """Each worker's iterator over MNIST training batches (``labkit.data.mnist_dataset_fn``), shuffled by ``seed``:
+    """Each worker's iterator over MNIST training batches (``labkit.pipelines.mnist_dataset_fn``), shuffled by ``seed``:
     the whole training set in each worker's own order, or with ``sharded`` each worker's own share of it.
     Worker ``slow_worker`` (an index) waits ``slow_ms`` before each batch.
 

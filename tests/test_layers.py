@@ -21,7 +21,7 @@ LAYERS = [
     ("deployment", ["deploy"]),
     ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
     ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict", "over_seeds"]),
-    ("content", ["data", "models"]),
+    ("content", ["data", "pipelines", "models"]),
     ("cluster", ["cluster", "registry"]),
     ("runtime", ["runtime"]),
 ]

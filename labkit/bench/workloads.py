@@ -35,7 +35,7 @@ def workload(name, data, batch_size, steps_per_closure, seed=0):
     import tensorflow as tf
 
     from labkit import models
-    from labkit.data import mnist_dataset_fn, next_token_windows
+    from labkit.pipelines import mnist_dataset_fn, next_token_windows
 
     tf.keras.utils.set_random_seed(seed)
     if name in MNIST_MODELS:
