@@ -11,9 +11,14 @@ import tensorflow as tf
 from labkit import checks, staleness
 
 
+OPTIMIZER_OPTIONS = ("num_workers", "max_tau", "seed", "steps_scheduled")  # the rest is the Update's
+
+
 def sgd(rule=staleness.Constant(), delay=0, learning_rate=1.0, **options):
     variable = tf.Variable([0.0])
-    return variable, staleness.StalenessSGD([variable], rule, learning_rate, delay, **options)
+    update = {name: value for name, value in options.items() if name not in OPTIMIZER_OPTIONS}
+    rest = {name: value for name, value in options.items() if name in OPTIMIZER_OPTIONS}
+    return variable, staleness.StalenessSGD([variable], staleness.Update(rule, learning_rate, delay, **update), **rest)
 
 
 def test_tau_is_the_number_of_updates_applied_between_read_and_apply():
@@ -171,6 +176,8 @@ def test_ssp_waits_only_for_a_worker_that_may_still_run_a_step(steps_scheduled, 
     (lambda: sgd(delay=-2), "delay must be >= 0"),
     (lambda: sgd(random_delay=True), "needs a mean delay"),
     (lambda: sgd(ssp_bound=-1), "ssp_bound must be >= 0"),
+    (lambda: staleness.Schedule(num_steps=600, evaluate_every=70), "must be a multiple of evaluate_every"),
+    (lambda: staleness.Schedule(evaluate_every=50, steps_per_closure=20), "a multiple of steps_per_closure"),
     (lambda: staleness.train_mnist(None, None, None, 2, batches=iter([]), slow_worker=0, slow_ms=20),
      "pass slow_worker and slow_ms to train.mnist_batches"),
 ])
