@@ -1,4 +1,4 @@
-"""labkit.bench: statistics, the benchmark points, bad input through the CLI, and the files of a tiny real benchmark run:
+"""labkit.bench: statistics, the benchmark points, bad input through the CLI, and the files of a tiny real run:
 the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read with `-m reads`).
 
 No test asserts a speed: timings are measurements (labkit bench prints ratios), not tests.

@@ -228,7 +228,8 @@ def test_the_state_file_is_never_seen_half_written():
     cluster = LocalCluster(name="test-state", start=False)
     cluster._write_state()
     state_file = registry.state_path(cluster.name, os.getpid())
-    reader = subprocess.Popen([sys.executable, "-c", STATE_READER, str(state_file), "3"], stdout=subprocess.PIPE, text=True)
+    reader = subprocess.Popen([sys.executable, "-c", STATE_READER, str(state_file), "3"], stdout=subprocess.PIPE,
+                              text=True)
     assert reader.stdout.readline() == "reading\n"
     for _ in range(3000):
         cluster._write_state()

@@ -133,7 +133,7 @@ def test_contributing_states_the_same_retired_names():
     stated = re.search(r"^Retired names, refused by `tests/test_names.py`: (.+)$", text, re.MULTILINE)
     written = "; ".join(retired.stated() for retired in RETIRED) + "."
     assert stated, f"{NAMES_TABLE} must list the retired names in one line: 'Retired names, refused by ...: {written}'"
-    assert stated.group(1) == written, f"{NAMES_TABLE}'s retired names differ from tests/test_names.py's: write\n{written}"
+    assert stated.group(1) == written, f"{NAMES_TABLE}'s retired names differ from this test's: write\n{written}"
 
 
 def test_a_retired_name_is_caught(tmp_path, monkeypatch):
@@ -144,5 +144,6 @@ def test_a_retired_name_is_caught(tmp_path, monkeypatch):
     cell = {"cell_type": "code", "source": ["for job, addresses in cluster.items():\n", "    pass\n"]}
     (tmp_path / "notebooks" / "01_x.ipynb").write_text(json.dumps({"cells": [cell]}))
     monkeypatch.setattr(sys.modules[__name__], "SEARCHED", ["labkit", "notebooks"])
-    assert occurrences(tmp_path) == [f"labkit/train.py: {RETIRED[0].stated()}", f"labkit/train.py: {RETIRED[2].stated()}",
-                                     f"notebooks/01_x.ipynb: {RETIRED[1].stated()}"]
+    history, job, straggler = (retired.stated() for retired in RETIRED[:3])
+    assert occurrences(tmp_path) == [f"labkit/train.py: {history}", f"labkit/train.py: {straggler}",
+                                     f"notebooks/01_x.ipynb: {job}"]

@@ -10,7 +10,8 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "08_performance_a
 
 
 def run_and_save(out_dir, **settings):
-    """Check the settings, measure their points, save CSV + JSON + sweep.png in ``out_dir``; return the rows. Settings: see DEFAULTS."""
+    """Check the settings, measure their points, save CSV + JSON + sweep.png in ``out_dir``; return the rows.
+    Settings: see DEFAULTS."""
     points = check(settings)
     settings = {**DEFAULTS, **settings}
     rows = measure_points(points, settings["repeats"], settings["min_steps"], settings["target_accuracy"])
