@@ -34,7 +34,8 @@ import tensorflow as tf
 from labkit import models, sharding, traffic, train
 from labkit.runtime import children, processes
 from labkit.cluster import HOST, pick_port
-from labkit.data import load_mnist, mnist_dataset_fn, power_law_ids, with_slowed_worker
+from labkit.data import load_mnist
+from labkit.pipelines import mnist_dataset_fn, power_law_ids, with_slowed_worker
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
 
@@ -233,7 +234,7 @@ def run_parameter_servers(setup, cluster, coordinator, data=None):
         phase = train.run(coordinator, steps, iterator, intervals * batches_per_interval, setup.steps_per_closure,
                           log_every_steps=batches_per_interval, evaluate=evaluation(setup, model, optimizer, data),
                           description=None, on_progress=lambda _: progress(batches_per_interval * setup.batch_size),
-                          history=Phase(batch_size=setup.batch_size), meter=meter,
+                          training_log=Phase(batch_size=setup.batch_size), meter=meter,
                           warmup_closures=setup.num_workers)  # tracing, each worker's first pulls
         phases[name] = meter_phase(phase, meter, intervals * batches_per_interval)
     phases["held_bytes"] = held_bytes(model, optimizer)
@@ -290,7 +291,7 @@ def run_all_reduce(*setups, program=None, timeout=600.0, log_dir=None):
 def tf_config(cluster, index):
     """Worker ``index``'s TF_CONFIG for all-reduce: the cluster lists workers only, worker 0 is the chief.
 
-    (``labkit.runtime.tfconfig`` checks parameter-server clusters, which need a "ps" job.)
+    (``labkit.runtime.tfconfig`` checks parameter-server clusters, which need a "ps" task.)
     """
     return {"cluster": cluster, "task": {"type": "worker", "index": index}}
 
@@ -384,7 +385,8 @@ def all_reduce_worker(setups, progress):
             phase = train.timed_intervals(lambda batches: [steps(iterator) for _ in range(batches // per_call)],
                                           intervals * batches_per_interval, batches_per_interval,
                                           evaluate=evaluation(setup, model, optimizer, data) if worker == 0 else None,
-                                          description=None, history=Phase(batch_size=setup.batch_size), meter=meter,
+                                          description=None, training_log=Phase(batch_size=setup.batch_size),
+                                          meter=meter,
                                           on_progress=lambda _: progress(batches_per_interval * setup.batch_size))
             phase = meter_phase(phase, meter, intervals * batches_per_interval // setup.num_workers)
             phases[name] = asdict(phase)

@@ -7,11 +7,10 @@ on a real machine. The process that owns the LocalCluster is the coordinator.
 No orphans: each task is a ``labkit.runtime.children`` process, which exits when its
 stdin pipe closes, however the owner dies (exception, Ctrl-C, SIGKILL, kernel
 restart); clusters are also stopped at interpreter exit and when a new cluster
-with the same name starts. ``labkit.runtime.processes`` starts, waits for and stops them.
+with the same name starts (``labkit.registry``). ``labkit.runtime.processes`` starts, waits for and stops them.
 """
 import functools
 import html
-import json
 import os
 import shutil
 import tempfile
@@ -20,17 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import portpicker
-import psutil
 
 import labkit
+from labkit import registry
 from labkit.runtime import children, isolation, processes, tfconfig, tfruntime
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
 MAX_TASKS_VARIABLE = "LABKIT_MAX_TASKS"  # if set, a cluster may have at most this many task processes
-
-_live_clusters = {}  # name -> LocalCluster, so a re-run cell replaces its old cluster
-
 
 class ClusterStartError(RuntimeError):
     """A task process died or never became reachable while the cluster started."""
@@ -42,11 +38,6 @@ class TaskLimitError(ValueError):
 
 class PortInUseError(ClusterStartError):
     """A port this cluster reserved was taken by another program."""
-
-
-def state_dir():
-    """Where clusters record themselves for ``labkit status``: ``LABKIT_STATE_DIR``, read when used."""
-    return Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
 
 
 def pick_port():
@@ -127,11 +118,7 @@ class LocalCluster:
         self.ready_seconds = None
         self.tasks = []
         self.chief_port = None
-        previous = _live_clusters.get(name)
-        if previous is not None and previous.running:
-            print(f"labkit: stopping the earlier cluster named {name!r} before starting this one.")
-            previous.stop()
-        _live_clusters[name] = self
+        registry.replace_live(name, self)
         if start:
             self.start()
 
@@ -235,9 +222,7 @@ class LocalCluster:
                 tfruntime.disconnect([task.address for task in self.tasks], stop_tasks=self._stop_tasks)
         finally:
             self._stop_tasks()
-        self._state_file().unlink(missing_ok=True)
-        if _live_clusters.get(self.name) is self:
-            del _live_clusters[self.name]
+        registry.forget(self.name, os.getpid(), self)
         if self._own_log_dir and not (self.keep_logs if keep_logs is None else keep_logs):
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
@@ -334,20 +319,11 @@ class LocalCluster:
     def _stop_tasks(self):
         processes.stop([task.process for task in self.tasks if task.process])
 
-    def _state_file(self):
-        return state_path(self.name, os.getpid())
-
     def _write_state(self):
         """Record this cluster for `labkit status` in other processes."""
-        path = self._state_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        state = {"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
-                 "cluster": self.cluster_spec, "network": isolation.network_status()[0],
-                 "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]}
-        # Written aside, then renamed: a reader (`labkit status`) sees the old file or the new, never half.
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as file:
-            json.dump(state, file, indent=1)
-        os.replace(file.name, path)
+        registry.record({"name": self.name, "owner_pid": os.getpid(), "log_dir": str(self.log_dir),
+                         "cluster": self.cluster_spec, "network": isolation.network_status()[0],
+                         "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]})
 
 
 @functools.cache
@@ -360,44 +336,4 @@ def _say_once_if_exposed():
               f"you trust, or the firewall steps in {isolation.FIREWALL_STEPS}.")
 
 
-def state_path(name, owner_pid):
-    """Where the cluster ``name`` of process ``owner_pid`` is recorded for other processes."""
-    return state_dir() / f"{name}-{owner_pid}.json"
-
-
-def running_clusters():
-    """Clusters recorded by live LocalCluster owners on this machine, with each task's liveness."""
-    found = []
-    for path in sorted(state_dir().glob("*.json")):
-        state = json.loads(path.read_text())
-        if not processes.running(state["owner_pid"]):
-            path.unlink(missing_ok=True)
-            continue
-        for task in state["tasks"]:
-            task["alive"] = task["pid"] is not None and processes.running(task["pid"])
-        found.append(state)
-    return found
-
-
-def stop_recorded(state, grace_seconds=processes.STOP_GRACE_SECONDS):
-    """Stop the task processes of a cluster that another process owns (a dict of ``running_clusters()``).
-
-    The owner (a notebook's kernel, ``labkit up``) keeps running: only its tasks stop, as if
-    each had been killed. Returns the names of the tasks that were still running.
-    """
-    running = {task["task"]: psutil.Process(task["pid"]) for task in state["tasks"] if _serving_task(task["pid"])}
-    processes.stop_others(list(running.values()), grace_seconds)
-    state_path(state["name"], state["owner_pid"]).unlink(missing_ok=True)
-    return list(running)
-
-
-def _serving_task(pid):
-    """True if ``pid`` is a running (not zombie) ``labkit.runtime.server`` task, not another program that got the pid."""
-    try:
-        return bool(pid) and processes.running(pid) and processes.SERVER_MODULE in psutil.Process(pid).cmdline()
-    except psutil.Error:
-        return False
-
-
-__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "running_clusters",
-           "stop_recorded"]
+__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port"]

@@ -97,13 +97,18 @@ class _Sparse(Compressor):
             variable.scatter_nd_sub(indices, payload["values"])
 
 
+def _share_of_entries(value, name):
+    """``value`` if it is a share of a tensor's entries, in (0, 1]; else a ValueError naming ``name``."""
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {value}")
+    return value
+
+
 class Threshold(_Sparse):
     """Keep entries with |g| >= fraction * max|g| (the tutorial's idea, scale-aware)."""
 
     def __init__(self, fraction=0.1):
-        if not 0 < fraction <= 1:
-            raise ValueError(f"fraction must be in (0, 1], got {fraction}")
-        self.fraction, self.name = fraction, f"threshold {fraction:g}·max"
+        self.fraction, self.name = _share_of_entries(fraction, "fraction"), f"threshold {fraction:g}·max"
 
     def select(self, flat):
         magnitude = tf.abs(flat)
@@ -117,9 +122,7 @@ class TopK(_Sparse):
     """Keep the k = ceil(ratio * n) entries of largest magnitude (``ratio`` may be overridden per call)."""
 
     def __init__(self, ratio=0.01):
-        if not 0 < ratio <= 1:
-            raise ValueError(f"ratio must be in (0, 1], got {ratio}")
-        self.ratio, self.name = ratio, f"top-k {ratio:g}"
+        self.ratio, self.name = _share_of_entries(ratio, "ratio"), f"top-k {ratio:g}"
 
     def k(self, size):
         return max(1, math.ceil(self.ratio * size))
@@ -281,7 +284,7 @@ class CompressedSGD:
 
     Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``: the worker's
     state (residuals, DGC velocities) is per-worker variables that never cross the network.
-    ``steps`` counts the job's steps on the PS (every worker's), so a warm-up follows the job
+    ``steps`` counts the run's steps on the PS (every worker's), so a warm-up follows the run
     whichever worker runs each step. ``learning_rate`` is a number or a function of that count.
     ``momentum`` alone is kept on the PS (the naive way); with ``momentum_correction``, on the
     worker before compression (DGC), where ``factor_masking`` restarts the velocity of the
@@ -316,7 +319,7 @@ class CompressedSGD:
         gradients, variables = zip(*gradients_and_variables)
         if self.clip_norm:
             gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm)
-        step = self.steps.assign_add(1) - 1  # on the PS: the job's step count comes back (8 bytes)
+        step = self.steps.assign_add(1) - 1  # on the PS: the run's step count comes back (8 bytes)
         learning_rate = self.learning_rate(step) if callable(self.learning_rate) else self.learning_rate
         options = {"ratio": warmup_ratio(step, self.compressor.ratio, self.warmup_steps)} if self.warmup_steps else {}
         pushed = []
@@ -475,36 +478,18 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_ste
         counters["pulled"] = lambda: int(pulls.pulled_bytes.numpy())
     meter = Meter(socket_pids=ps_pids, counters=counters)
     timed_steps = num_steps - steps_per_closure
-    history = train.run(coordinator, make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure),
-                        batches, timed_steps, steps_per_closure, log_every_steps=timed_steps, description=None,
-                        evaluate=lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)},
-                        warmup_closures=1, meter=meter)
+    train_steps = make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
+    training_log = train.run(coordinator, train_steps, batches, timed_steps, steps_per_closure,
+                             log_every_steps=timed_steps, description=None,
+                             evaluate=lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)},
+                             warmup_closures=1, meter=meter)
     model_bytes = models.model_bytes(model)
     error_feedback = sgd_options.get("error_feedback", False)
     default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"
     return Result(name=name or default_name, seed=seed, error_feedback=error_feedback,
                   push_payload=meter.counts["pushed"] / timed_steps,
                   pull_payload=meter.counts["pulled"] / timed_steps if pulls else model_bytes, model_bytes=model_bytes,
-                  measured=meter.bytes / timed_steps if meter.bytes else None, **vars(history))
-
-
-def accuracy_mean_and_range(runs):
-    """The final test accuracies of ``runs`` (one per seed): their mean, and their spread: lowest and highest."""
-    accuracies = [r.final_accuracy for r in runs]
-    return float(np.mean(accuracies)), min(accuracies), max(accuracies)
-
-
-def mean_difference(runs, others):
-    """How much more accurate ``runs`` are than ``others`` on average, and the standard error of that
-    difference from the spread between their seeds (0 with one seed each): test accuracy on a
-    finite test set and a seed's luck both move each run."""
-    def accuracies(group):
-        return np.array([r.final_accuracy for r in group], dtype=np.float64)
-
-    def variance_of_mean(values):
-        return values.var(ddof=1) / len(values) if len(values) > 1 else 0.0
-    mine, theirs = accuracies(runs), accuracies(others)
-    return float(mine.mean() - theirs.mean()), float(np.sqrt(variance_of_mean(mine) + variance_of_mean(theirs)))
+                  measured=meter.bytes / timed_steps if meter.bytes else None, **vars(training_log))
 
 
 def format_results(results, baseline=None):

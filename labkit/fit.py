@@ -9,7 +9,8 @@ callbacks are not supported, so progress is printed once per epoch (a text line:
 """
 import tensorflow as tf
 
-from labkit.data import array_file, shuffled_batches
+from labkit.data import array_file
+from labkit.pipelines import shuffled_batches
 from labkit.progress import ProgressLines
 
 
@@ -28,7 +29,7 @@ def fit(model, x, y, epochs, steps_per_epoch, batch_size=64, seed=0):
     """Train ``model`` (built under the strategy's scope) on arrays ``x, y``; return what model.fit returns (a Keras History).
 
     ``batch_size`` is per worker and step. Each worker shuffles with its own seed
-    (``labkit.data.shuffled_batches``): the input context that ``DatasetCreator``
+    (``labkit.pipelines.shuffled_batches``): the input context that ``DatasetCreator``
     passes is pipeline 0 of 1 on every worker under ParameterServerStrategy, so
     ``dataset.shard(context.num_input_pipelines, ...)`` would not split anything.
     The workers read ``x`` and ``y`` from files (``labkit.data.array_file``), not from the traced function.

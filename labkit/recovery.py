@@ -65,7 +65,7 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
     """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes.
 
     ``dataset_fn``: where the workers' batches come from; by default
-    ``labkit.data.mnist_dataset_fn(data, batch_size)`` (each worker reads the arrays from files).
+    ``labkit.pipelines.mnist_dataset_fn(data, batch_size)`` (each worker reads the arrays from files).
     """
     strategy = connect(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)

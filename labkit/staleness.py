@@ -38,7 +38,7 @@ import numpy as np
 import tensorflow as tf
 
 from labkit import models, train
-from labkit.data import slowed
+from labkit.pipelines import slowed
 
 
 class Constant:
@@ -126,8 +126,31 @@ class AdaptiveDelayCompensated(DelayCompensated):
         return gradient + strength * gradient * gradient * (parameters_now - parameters_read)
 
 
+@dataclass(frozen=True)
+class Update:
+    """How the PS applies each update: the ``rule``, the ``learning_rate``, a ``delay`` injected (in updates;
+    ``random_delay``: random with that mean) and SSP's ``ssp_bound`` (None: no SSP), whose wait polls every
+    ``poll_ms`` and gives up after ``max_wait_ms``."""
+
+    rule: object = Constant()
+    learning_rate: float = 0.1
+    delay: int = 0
+    random_delay: bool = False
+    ssp_bound: int = None
+    max_wait_ms: float = 2000
+    poll_ms: float = 2
+
+    def __post_init__(self):
+        if self.delay < 0:
+            raise ValueError(f"delay must be >= 0 steps, got {self.delay}")
+        if self.random_delay and not self.delay:
+            raise ValueError("random_delay=True needs a mean delay: pass delay=D with D >= 1")
+        if self.ssp_bound is not None and self.ssp_bound < 0:
+            raise ValueError(f"ssp_bound must be >= 0 clocks (or None for no SSP), got {self.ssp_bound}")
+
+
 class StalenessSGD:
-    """SGD on the PS with a version counter, a staleness histogram, a rule, and optional SSP.
+    """SGD on the PS with a version counter, a staleness histogram, a rule, and optional SSP (``update``).
 
     Create it under ``strategy.scope()``. ``histogram[w, t]`` counts updates from
     worker ``w`` that reached the PS with staleness ``t`` (the last bin also counts
@@ -136,20 +159,14 @@ class StalenessSGD:
     that is not in a step gets none of them, and nobody waits for it; None: never).
     """
 
-    def __init__(self, variables, rule=Constant(), learning_rate=0.1, delay=0, num_workers=1, max_tau=64,
-                 random_delay=False, ssp_bound=None, max_wait_ms=2000, poll_ms=2, seed=0, steps_scheduled=None):
-        if delay < 0:
-            raise ValueError(f"delay must be >= 0 steps, got {delay}")
-        if random_delay and not delay:
-            raise ValueError("random_delay=True needs a mean delay: pass delay=D with D >= 1")
-        if ssp_bound is not None and ssp_bound < 0:
-            raise ValueError(f"ssp_bound must be >= 0 clocks (or None for no SSP), got {ssp_bound}")
-        self.variables, self.rule, self.learning_rate = list(variables), rule, learning_rate
-        self.delay, self.random_delay = delay, random_delay
-        self.ssp_bound, self.poll_ms = ssp_bound, poll_ms
+    def __init__(self, variables, update=Update(), num_workers=1, max_tau=64, seed=0, steps_scheduled=None):
+        rule, delay = update.rule, update.delay
+        self.variables, self.rule, self.learning_rate = list(variables), rule, update.learning_rate
+        self.delay, self.random_delay = delay, update.random_delay
+        self.ssp_bound, self.poll_ms = update.ssp_bound, update.poll_ms
         if hasattr(rule, "build"):
             rule.build(self.variables)
-        self.max_polls = max(1, round(max_wait_ms / poll_ms))
+        self.max_polls = max(1, round(update.max_wait_ms / update.poll_ms))
         counter = dict(dtype=tf.int64, trainable=False)
         self.version = tf.Variable(0, name="version", **counter)
         self.histogram = tf.Variable(tf.zeros([num_workers, max_tau + 1], tf.int64), trainable=False)
@@ -363,37 +380,50 @@ def run_description(rule_name, delay, seed, ssp_bound=None, slowed=None):
     return ", ".join(part for part in parts if part)
 
 
-def train_mnist(strategy, coordinator, data, num_workers, rule=Constant(), learning_rate=0.1, delay=0, seed=0,
-                **options):
+@dataclass(frozen=True)
+class Schedule:
+    """How long a run trains and how it is watched: ``num_steps`` in closures of ``steps_per_closure``
+    steps of ``batch_size``, evaluated every ``evaluate_every`` steps; with ``curve_test_images=N`` the
+    evaluations before the last (the curve) use the test set's first N images, which costs less."""
+
+    num_steps: int = 600
+    evaluate_every: int = 50
+    steps_per_closure: int = 10
+    batch_size: int = 64
+    curve_test_images: int = None
+
+    def __post_init__(self):
+        if self.num_steps % self.evaluate_every or self.evaluate_every % self.steps_per_closure:
+            raise ValueError(f"num_steps ({self.num_steps}) must be a multiple of evaluate_every "
+                             f"({self.evaluate_every}), and evaluate_every a multiple of steps_per_closure "
+                             f"({self.steps_per_closure})")
+
+
+def train_mnist(strategy, coordinator, data, num_workers, update=Update(), schedule=Schedule(), seed=0, **options):
     """One run of ``train_mnist_over_seeds`` (the same options), seeded ``seed``."""
-    return train_mnist_over_seeds(strategy, coordinator, data, num_workers, [seed], rule, learning_rate, delay,
-                                  **options)[0]
+    return train_mnist_over_seeds(strategy, coordinator, data, num_workers, [seed], update, schedule, **options)[0]
 
 
-def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule=Constant(), learning_rate=0.1,
-                           delay=0, num_steps=600, evaluate_every=50, steps_per_closure=10, batch_size=64,
-                           slow_worker=None, slow_ms=0, random_delay=False, ssp_bound=None, max_wait_ms=2000,
-                           optimizer_class=None, train_steps=None, curve_test_images=None, batches=None,
-                           slowed=None):
-    """Train the MNIST MLP with StalenessSGD on the cluster once per seed; evaluate every ``evaluate_every`` steps.
+def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, update=Update(), schedule=Schedule(),
+                           slow_worker=None, slow_ms=0, batches=None, slowed=None, optimizer_class=None,
+                           train_steps=None):
+    """Train the MNIST MLP with StalenessSGD (``update``) on the cluster once per seed, as ``schedule`` says.
 
     A seed sets the initial weights and the random delays. The runs share one model, optimizer and
     traced step function: each seed restarts them (``StalenessSGD.restart``) instead of building and
-    tracing again, which costs seconds per run. The last evaluation uses the whole test set; with
-    ``curve_test_images=N`` the earlier ones (the curve) use its first N images, which costs less.
+    tracing again, which costs seconds per run. The last evaluation uses the whole test set.
 
     Worker ``slow_worker`` (an index) waits ``slow_ms`` for each batch, inside its
-    read→update window: a slow input pipeline. ``optimizer_class`` (a StalenessSGD, or a
-    subclass) and ``train_steps`` (``make_versioned_train_steps``, or a function like it) let a notebook
-    run with its own definitions of the PS update and of the worker's step. ``batches``: a
-    ``train.mnist_batches`` iterator to continue (its own ``slow_worker`` and ``slow_ms`` then apply, and
-    ``slowed`` says so in the progress lines, e.g. "worker 0 slowed 20 ms per batch");
-    default: a new one shuffled by the first seed, which costs seconds.
+    read→update window: a slow input pipeline. ``batches``: a ``train.mnist_batches`` iterator to
+    continue (its own ``slow_worker`` and ``slow_ms`` then apply, and ``slowed`` says so in the progress
+    lines, e.g. "worker 0 slowed 20 ms per batch"); default: a new one shuffled by the first seed, which
+    costs seconds. ``optimizer_class`` (a StalenessSGD, or a subclass) and ``train_steps``
+    (``make_versioned_train_steps``, or a function like it) let a notebook run with its own definitions
+    of the PS update and of the worker's step.
     """
     optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_versioned_train_steps
-    if num_steps % evaluate_every or evaluate_every % steps_per_closure:
-        raise ValueError(f"num_steps ({num_steps}) must be a multiple of evaluate_every ({evaluate_every}), "
-                         f"and evaluate_every a multiple of steps_per_closure ({steps_per_closure})")
+    rule, ssp_bound, steps_per_closure = update.rule, update.ssp_bound, schedule.steps_per_closure
+    num_steps, evaluate_every = schedule.num_steps, schedule.evaluate_every
     if ssp_bound is not None and steps_per_closure > 1:
         raise ValueError("SSP waits before each step: with more than 1 step per closure a waiting worker holds "
                          "steps that the slowest may need. Pass steps_per_closure=1 with ssp_bound.")
@@ -402,10 +432,10 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
     tf.keras.utils.set_random_seed(seeds[0])
     with strategy.scope():
         model = models.mnist_mlp()
-        optimizer = optimizer_class(model.trainable_variables, rule, learning_rate, delay, num_workers,
-                                 random_delay=random_delay, ssp_bound=ssp_bound, max_wait_ms=max_wait_ms, seed=seeds[0])
+        optimizer = optimizer_class(model.trainable_variables, update, num_workers, seed=seeds[0])
     if batches is None:
-        batches = train.mnist_batches(coordinator, data, batch_size, seeds[0], slow_worker=slow_worker, slow_ms=slow_ms)
+        batches = train.mnist_batches(coordinator, data, schedule.batch_size, seeds[0], slow_worker=slow_worker,
+                                      slow_ms=slow_ms)
         slowed = None if slow_worker is None else f"worker {slow_worker} slowed {slow_ms} ms per batch"
     steps = train_steps(strategy, model, optimizer, steps_per_closure)
     runs = []
@@ -418,15 +448,15 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, rule
 
         def evaluate():
             optimizer.steps_scheduled.assign_add(evaluate_every)  # the next interval's
-            images = None if next(evaluations) == 1 else curve_test_images
+            images = None if next(evaluations) == 1 else schedule.curve_test_images
             finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)
             accuracy = models.accuracy(model, data.x_test[:images], data.y_test[:images]) if finite else math.nan
             return {"updates": int(optimizer.version.numpy()), "accuracy": accuracy}
 
-        run = Run(rule=rule.name, delay=delay_name(delay, random_delay), learning_rate=learning_rate, seed=seed,
-                  ssp_bound=ssp_bound)
+        run = Run(rule=rule.name, delay=delay_name(update.delay, update.random_delay),
+                  learning_rate=update.learning_rate, seed=seed, ssp_bound=ssp_bound)
         train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
-                  evaluate=evaluate, history=run,
+                  evaluate=evaluate, training_log=run,
                   description=run_description(rule.name, run.delay, seed, ssp_bound, slowed))
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import tensorflow as tf
 
-from labkit.data import mnist_dataset_fn, with_slowed_worker
+from labkit.pipelines import mnist_dataset_fn, with_slowed_worker
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
 
@@ -143,7 +143,7 @@ def count_closures_by_worker(strategy, train_steps, num_workers):
 
 
 def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(), log_every_steps=100,
-        evaluate=None, description="training", on_progress=None, history=None, warmup_closures=0, meter=None):
+        evaluate=None, description="training", on_progress=None, training_log=None, warmup_closures=0, meter=None):
     """Schedule closures until ``num_steps`` steps ran in timed intervals; return a TrainingLog (one row per interval).
 
     ``warmup_closures`` closures run first (tracing, the workers' datasets and first pulls): not
@@ -163,11 +163,11 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
     if warmup_closures:
         train_closures(warmup_closures)
     return timed_intervals(lambda steps: train_closures(steps // steps_per_closure), num_steps, log_every_steps,
-                           metrics, evaluate, description, on_progress, history, meter)
+                           metrics, evaluate, description, on_progress, training_log, meter)
 
 
 def timed_intervals(train_interval, num_steps, log_every_steps, metrics=(), evaluate=None, description="training",
-                    on_progress=None, history=None, meter=None):
+                    on_progress=None, training_log=None, meter=None):
     """Call ``train_interval(steps)`` until ``num_steps`` steps ran, ``log_every_steps`` at a time; a TrainingLog.
 
     ``train_interval`` trains that many steps and returns their losses (numbers, tensors, or
@@ -175,10 +175,10 @@ def timed_intervals(train_interval, num_steps, log_every_steps, metrics=(), eval
     time only) times and meters each call. After each: a row with the steps and training seconds
     so far, the mean loss, steps/s, ``metrics`` (Keras metrics, then reset) and ``evaluate()``
     (a dict of numbers, if given; not timed); a progress line (none if ``description`` is None);
-    ``on_progress(history)`` (e.g. a dashboard's ``show_training``). ``history``: a TrainingLog (or a
-    lab's subclass of it) to record into.
+    ``on_progress(training_log)`` (e.g. a dashboard's ``show_training``). ``training_log``: a TrainingLog
+    (or a lab's subclass of it) to record into.
     """
-    history = TrainingLog() if history is None else history
+    training_log = TrainingLog() if training_log is None else training_log
     meter = Meter() if meter is None else meter
     progress = ProgressLines(num_steps, description) if description else None
     done, training_seconds = 0, 0.0
@@ -188,18 +188,19 @@ def timed_intervals(train_interval, num_steps, log_every_steps, metrics=(), eval
         losses = train_interval(steps)
         interval_seconds = meter.end()
         done, training_seconds = done + steps, training_seconds + interval_seconds
-        history.record(step=done, seconds=training_seconds,
-                       loss=float(np.mean([loss.fetch() if hasattr(loss, "fetch") else loss for loss in losses])),
-                       steps_per_second=steps / interval_seconds,
-                       metrics={m.name: float(m.result()) for m in metrics},
-                       evaluation=evaluate() if evaluate else {})
+        training_log.record(step=done, seconds=training_seconds,
+                            loss=float(np.mean([loss.fetch() if hasattr(loss, "fetch") else loss for loss in losses])),
+                            steps_per_second=steps / interval_seconds,
+                            metrics={m.name: float(m.result()) for m in metrics},
+                            evaluation=evaluate() if evaluate else {})
         for metric in metrics:
             metric.reset_state()
         if progress:
-            progress.line(done, loss=f"{history.loss[-1]:.3f}", **{"steps/s": f"{history.steps_per_second[-1]:.0f}"})
+            progress.line(done, loss=f"{training_log.loss[-1]:.3f}",
+                          **{"steps/s": f"{training_log.steps_per_second[-1]:.0f}"})
         if on_progress:
-            on_progress(history)
-    return history
+            on_progress(training_log)
+    return training_log
 
 
 def per_worker_iterator(coordinator, dataset_fn):
@@ -208,7 +209,7 @@ def per_worker_iterator(coordinator, dataset_fn):
 
 
 def mnist_batches(coordinator, data, batch_size=64, seed=0, sharded=False, slow_worker=None, slow_ms=0):
-    """Each worker's iterator over MNIST training batches (``labkit.data.mnist_dataset_fn``), shuffled by ``seed``:
+    """Each worker's iterator over MNIST training batches (``labkit.pipelines.mnist_dataset_fn``), shuffled by ``seed``:
     the whole training set in each worker's own order, or with ``sharded`` each worker's own share of it.
     Worker ``slow_worker`` (an index) waits ``slow_ms`` before each batch.
 

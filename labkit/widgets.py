@@ -67,11 +67,11 @@ class ClusterDashboard:
                 line = html.escape(row["last_log_line"][-200:])
                 cells["log"].value = f'<code title="{line}" style="white-space:nowrap">{line}</code>'
 
-    def show_training(self, history):
+    def show_training(self, training_log):
         """Show the latest interval of a ``labkit.train.TrainingLog`` (pass as ``on_progress``)."""
-        self.training.value = (f"<b>training</b>: step {history.step[-1]} &middot; "
-                               f"loss {history.loss[-1]:.4f} (first {history.loss[0]:.4f}) &middot; "
-                               f"{history.steps_per_second[-1]:.1f} steps/s")
+        self.training.value = (f"<b>training</b>: step {training_log.step[-1]} &middot; "
+                               f"loss {training_log.loss[-1]:.4f} (first {training_log.loss[0]:.4f}) &middot; "
+                               f"{training_log.steps_per_second[-1]:.1f} steps/s")
 
     def _usage(self, pid):
         """CPU % since the previous refresh and memory in MB (``memory_measure``), or None if the process is gone."""

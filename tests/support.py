@@ -96,3 +96,14 @@ def no_orphan_task_processes():
     yield
     started = [p.pid for p in task_processes() if p.pid not in before]
     assert wait_until_gone(started, ORPHAN_GRACE_SECONDS) == [], f"{ORPHAN_MESSAGE}: pids {started}"
+
+
+GRADIENT_SHAPE = (40, 25)
+
+
+@pytest.fixture
+def gradient():
+    """A fixed random tensor of GRADIENT_SHAPE: what the compressors' tests compress."""
+    import tensorflow as tf
+
+    return tf.random.stateless_normal(GRADIENT_SHAPE, seed=[1, 2])

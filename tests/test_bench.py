@@ -1,4 +1,4 @@
-"""labkit.bench: statistics, the sweep plan, bad input through the CLI, and the files of a tiny real sweep:
+"""labkit.bench: statistics, the benchmark points, bad input through the CLI, and the files of a tiny real run:
 the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read with `-m reads`).
 
 No test asserts a speed: timings are measurements (labkit bench prints ratios), not tests.
@@ -93,17 +93,17 @@ def test_report_checks_its_settings_before_running_the_notebook(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tiny_sweep():
-    """The out_dir of the sweep notebook 08's smoke run measured and saved (bench.measure_points, save, plot):
-    ``labkit bench`` runs the same functions, so the files are read here instead of sweeping a second time."""
+def tiny_bench():
+    """The out_dir of the points notebook 08's smoke run measured and saved (bench.measure_points, save, plot):
+    ``labkit bench`` runs the same functions, so the files are read here instead of measuring a second time."""
     executed_copy(NOTEBOOK_08)  # skips unless this pytest call executed notebook 08's smoke copy
     return (SMOKE_DIR / SMOKE_PARAMETERS[NOTEBOOK_08]["out_dir"]).resolve(), SMOKE_PARAMETERS[NOTEBOOK_08]
 
 
 @pytest.mark.notebook
 @pytest.mark.reads
-def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
-    out, settings = tiny_sweep
+def test_tiny_bench_writes_well_formed_csv_and_json(tiny_bench):
+    out, settings = tiny_bench
     with open(out / "results.csv") as file:
         rows = list(csv.DictReader(file))
     document = json.loads((out / "results.json").read_text())
@@ -127,8 +127,8 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
 
 @pytest.mark.notebook
 @pytest.mark.reads
-def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep):
-    out, _ = tiny_sweep
+def test_tiny_bench_describes_the_machine_and_measures_cpu_and_bytes(tiny_bench):
+    out, _ = tiny_bench
     document = json.loads((out / "results.json").read_text())
     machine = document["machine"]
     assert machine["cores"] >= 1 and machine["memory_gib"] > 0
@@ -145,8 +145,8 @@ def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep)
 
 @pytest.mark.notebook
 @pytest.mark.reads
-def test_tiny_sweep_plots_a_png(tiny_sweep):
-    out, _ = tiny_sweep
+def test_tiny_bench_plots_a_png(tiny_bench):
+    out, _ = tiny_bench
     png = (out / "sweep.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
 

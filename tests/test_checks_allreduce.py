@@ -5,7 +5,6 @@ numbers fed in are chosen to be wrong.
 """
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks
 
 
@@ -16,7 +15,7 @@ def test_10_a_strategy_short_of_the_target_is_named():
 
 
 def test_10_the_slowed_worker_bounds_sync_but_not_async():
-    limit = checks.lockstep_limit(2, 64, 100)  # 2 x 64 samples per 0.1 s
+    limit = checks.lockstep_limit_samples_per_s(2, 64, 100)  # 2 x 64 samples per 0.1 s
     assert limit == 1280
     checks.sync_waited(1200, 2, 64, 100)
     with pytest.raises(AssertionError, match="really slowed"):
@@ -59,9 +58,9 @@ def test_10_all_reduce_copies_must_end_identical():
 
 
 def test_10_updates_per_batch_must_match_the_strategy():
-    checks.updates_per_batch(1.0, 1.0, "parameter servers")
-    checks.updates_per_batch(0.5, 0.5, "all-reduce")
+    checks.updates_per_batch_match(1.0, 1.0, "parameter servers")
+    checks.updates_per_batch_match(0.5, 0.5, "all-reduce")
     with pytest.raises(AssertionError, match="all-reduce: 1.000 optimizer updates per batch trained, expected 0.500"):
-        checks.updates_per_batch(1.0, 0.5, "all-reduce")  # one update per worker's batch: not synchronous
+        checks.updates_per_batch_match(1.0, 0.5, "all-reduce")  # one update per worker's batch: not synchronous
     with pytest.raises(AssertionError, match="parameter servers: 0.500"):
-        checks.updates_per_batch(0.5, 1.0, "parameter servers")
+        checks.updates_per_batch_match(0.5, 1.0, "parameter servers")

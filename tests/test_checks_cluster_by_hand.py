@@ -8,22 +8,21 @@ import sys
 
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks
 
 
 def ex1_configs(ports):
     cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"], "chief": [f"localhost:{ports[2]}"]}
-    return {f"{job}:{index}": {"cluster": cluster, "task": {"type": job, "index": index}}
-            for job, addresses in cluster.items() for index in range(len(addresses))}
+    return {f"{task_type}:{index}": {"cluster": cluster, "task": {"type": task_type, "index": index}}
+            for task_type, addresses in cluster.items() for index in range(len(addresses))}
 
 
 def test_ex1_a_non_loopback_host_is_refused_with_the_security_fact():
     cluster = {"ps": ["10.0.0.5:2222"], "worker": ["localhost:2223"], "chief": ["localhost:2224"]}
-    configs = {f"{job}:{index}": {"cluster": cluster, "task": {"type": job, "index": index}}
-               for job, addresses in cluster.items() for index in range(len(addresses))}
+    configs = {f"{task_type}:{index}": {"cluster": cluster, "task": {"type": task_type, "index": index}}
+               for task_type, addresses in cluster.items() for index in range(len(addresses))}
     with pytest.raises(AssertionError, match="listens on every interface whatever host"):
-        checks.tf_configs(configs, 1)
+        checks.tf_configs_valid(configs, 1)
 
 
 @pytest.mark.parametrize("names, message", [

@@ -10,12 +10,7 @@ import tensorflow as tf
 import labkit
 from labkit import checks, compression
 
-SHAPE = (40, 25)
-
-
-@pytest.fixture
-def gradient():
-    return tf.random.stateless_normal(SHAPE, seed=[1, 2])
+from support import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
 
 
 class LearnerTopK(compression.Compressor):

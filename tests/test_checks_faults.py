@@ -7,7 +7,6 @@ import types
 
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks, faults, recovery
 from labkit.cluster import Task
 

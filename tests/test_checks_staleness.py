@@ -6,7 +6,6 @@ numbers fed in are chosen to be wrong.
 import numpy as np
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks, staleness
 
 tf = pytest.importorskip("tensorflow")

@@ -5,7 +5,6 @@ numbers fed in are chosen to be wrong.
 """
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks
 from labkit.cluster import Task
 

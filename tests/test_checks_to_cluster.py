@@ -10,7 +10,6 @@ import sys
 import psutil
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import checks
 
 

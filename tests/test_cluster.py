@@ -17,10 +17,10 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from labkit import cluster as cluster_module
+from labkit import cluster as cluster_module, registry
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
 from labkit.runtime import loglines, processes
-from labkit.runtime.processes import EXIT_PORT_IN_USE, cpu_seconds
+from labkit.runtime.processes import EXIT_PORT_IN_USE
 from support import default_ctrl_c, is_running, signal_state, wait_until_gone
 
 pytestmark = pytest.mark.cluster
@@ -79,7 +79,6 @@ def test_every_task_is_its_own_process_configured_by_its_own_tf_config(small_clu
         environ = psutil.Process(task.pid).environ()
         assert json.loads(environ["TF_CONFIG"]) == small_cluster.tf_config(task.name)
         assert environ["GRPC_FAIL_FAST"] == "use_caller"
-    assert small_cluster.ready_seconds > 0
 
 
 def test_status_repr_and_html_show_every_task(small_cluster):
@@ -101,8 +100,6 @@ def test_kill_then_restart_a_worker_on_the_same_port(small_cluster):
     small_cluster.restart("worker:0")
     assert worker.pid != old_pid and worker.port == port
     assert worker.alive() and worker.serving() and worker.restarts == 1
-    # It loaded TensorFlow's server alone (about 1 CPU-second), not all of `import tensorflow` (about 7).
-    assert cpu_seconds(worker.pid) < 3.5
 
 
 def test_unknown_task_name_is_a_clear_error(small_cluster):
@@ -127,8 +124,8 @@ def test_start_again_does_nothing_while_the_cluster_runs(small_cluster):
 
 
 def test_its_state_file_is_outside_the_home_cache_while_it_runs(small_cluster):
-    assert not cluster_module.state_dir().is_relative_to(Path.home() / ".cache"), "tests must not write into ~/.cache"
-    [state] = [s for s in cluster_module.running_clusters() if s["name"] == "test-lifecycle"]
+    assert not registry.state_dir().is_relative_to(Path.home() / ".cache"), "tests must not write into ~/.cache"
+    [state] = [s for s in registry.running_clusters() if s["name"] == "test-lifecycle"]
     assert [task["task"] for task in state["tasks"]] == ["ps:0", "worker:0"]
 
 
@@ -230,8 +227,9 @@ STATE_READER = textwrap.dedent("""
 def test_the_state_file_is_never_seen_half_written():
     cluster = LocalCluster(name="test-state", start=False)
     cluster._write_state()
-    reader = subprocess.Popen([sys.executable, "-c", STATE_READER, str(cluster._state_file()), "3"],
-                              stdout=subprocess.PIPE, text=True)
+    state_file = registry.state_path(cluster.name, os.getpid())
+    reader = subprocess.Popen([sys.executable, "-c", STATE_READER, str(state_file), "3"], stdout=subprocess.PIPE,
+                              text=True)
     assert reader.stdout.readline() == "reading\n"
     for _ in range(3000):
         cluster._write_state()
@@ -247,10 +245,10 @@ def test_status_shows_a_killed_task_its_owner_has_not_reaped_as_dead(tmp_path, m
     task.kill()
     processes.wait_until(lambda: psutil.Process(task.pid).status() == psutil.STATUS_ZOMBIE, 10,
                          "the killed task to become a zombie")
-    cluster_module.state_path("test-zombie", os.getpid()).write_text(json.dumps(
+    registry.state_path("test-zombie", os.getpid()).write_text(json.dumps(
         {"name": "test-zombie", "owner_pid": os.getpid(), "tasks": [{"task": "worker:0", "pid": task.pid}]}))
     try:
-        [state] = cluster_module.running_clusters()
+        [state] = registry.running_clusters()
         assert state["tasks"][0]["alive"] is False
     finally:
         task.wait()
@@ -288,8 +286,9 @@ def test_a_new_cluster_with_the_same_name_stops_the_old_one_and_with_starts_and_
         addresses = {task.address for task in second.tasks}
     assert not second.running and not log_dir.exists(), "a clean stop removes the logs it made"
     alone = context.context().get_server_def()
-    assert [job.name for job in alone.cluster.job] == ["chief"], "stop() left this process connected to the tasks"
-    assert not addresses & {address for job in alone.cluster.job for address in job.tasks.values()}
+    assert [job_def.name for job_def in alone.cluster.job] == ["chief"], \
+        "stop() left this process connected to the tasks"
+    assert not addresses & {address for job_def in alone.cluster.job for address in job_def.tasks.values()}
     [line] = [line for line in (tmp_path / "disconnect.log").read_text().splitlines() if line.startswith("labkit:")]
     assert line.startswith("labkit: left 2 tasks: garbage collection ") and "update_server_def" in line, line
     collected = weakref.ref(second)
@@ -305,7 +304,6 @@ def test_a_stop_gives_up_on_tasks_that_do_not_answer_and_this_process_trains_on(
     from tensorflow.python.eager import context
 
     from labkit.runtime import tfruntime
-    from labkit.runtime.processes import STOP_GRACE_SECONDS
 
     monkeypatch.setattr(tfruntime, "DISCONNECT_LOG", tmp_path / "disconnect.log")
     monkeypatch.setattr(tfruntime, "DISCONNECT_PATIENCE_SECONDS", 1.0)
@@ -316,15 +314,12 @@ def test_a_stop_gives_up_on_tasks_that_do_not_answer_and_this_process_trains_on(
     pids = [task.pid for task in frozen.tasks]
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
-    began = time.monotonic()
     frozen.stop()
-    print(f"stop() took {time.monotonic() - began:.1f} s")
-    assert time.monotonic() - began < 1.0 + STOP_GRACE_SECONDS + 30, "stop() waited for tasks that never answer"
     assert wait_until_gone(pids, timeout=1) == []
     [line] = [line for line in (tmp_path / "disconnect.log").read_text().splitlines() if line.startswith("labkit:")]
     assert line.endswith("(no answer after 1 s: the tasks were stopped)"), line
     alone = context.context().get_server_def()
-    assert [job.name for job in alone.cluster.job] == ["chief"]
+    assert [job_def.name for job_def in alone.cluster.job] == ["chief"]
     with LocalCluster(num_workers=1, num_ps=1, name="test-frozen") as again:
         with again.strategy().scope():
             variable = tf.Variable(2.0)
@@ -382,8 +377,7 @@ def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():
                               env={**env, "TF_CONFIG": json.dumps(tf_config)})
     try:
         assert any(loglines.SERVING in line for line in server.stdout)
-        time.sleep(1.0)
-        assert server.poll() is None, "the server exited although nobody asked it to"
+        assert processes.serving(server.pid, port), "the server exited although nobody asked it to"
     finally:
         server.kill()
         server.wait()

@@ -9,18 +9,14 @@ import pytest
 import tensorflow as tf
 
 import labkit
-from labkit import checks, compression
+from labkit import checks, compression, over_seeds
 from labkit.data import load_mnist
 
-SHAPE = (40, 25)
+from support import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
+
 FIXED_SIZE = [compression.Compressor(), compression.TopK(0.05), compression.RandomK(0.1), compression.Int8(),
               compression.QSGD(1), compression.QSGD(2), compression.QSGD(4, bucket_size=128),
               compression.ScaledSign()]
-
-
-@pytest.fixture
-def gradient():
-    return tf.random.stateless_normal(SHAPE, seed=[1, 2])
 
 
 @pytest.mark.parametrize("compressor", FIXED_SIZE, ids=str)
@@ -194,14 +190,14 @@ def run(accuracy, seed=0, name="run"):
 
 def test_accuracy_mean_and_range_of_the_seeds():
     low = [run(a, seed) for seed, a in enumerate((0.85, 0.88, 0.90))]
-    assert compression.accuracy_mean_and_range(low) == pytest.approx((0.87667, 0.85, 0.90), abs=1e-5)
+    assert over_seeds.accuracy_mean_and_range(low) == pytest.approx((0.87667, 0.85, 0.90), abs=1e-5)
 
 
 def test_mean_difference_has_the_standard_error_of_the_seeds():
-    difference, noise = compression.mean_difference([run(0.92), run(0.94)], [run(0.90), run(0.90)])
+    difference, noise = over_seeds.mean_difference([run(0.92), run(0.94)], [run(0.90), run(0.90)])
     assert difference == pytest.approx(0.03)
     assert noise == pytest.approx(np.sqrt(np.var([0.92, 0.94], ddof=1) / 2))
-    assert compression.mean_difference([run(0.92)], [run(0.90)]) == pytest.approx((0.02, 0.0))
+    assert over_seeds.mean_difference([run(0.92)], [run(0.90)]) == pytest.approx((0.02, 0.0))
 
 
 def test_factor_masking_needs_momentum_correction():

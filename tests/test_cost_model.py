@@ -1,4 +1,4 @@
-"""labkit.bench.costmodel: the cost model's arithmetic on hand-built costs, and its inputs read from sweep rows."""
+"""labkit.bench.costmodel: the cost model's arithmetic on hand-built costs, and its inputs read from bench rows."""
 import pytest
 
 from labkit import bench
@@ -99,7 +99,7 @@ def row(loop="custom", workers=1, ps=1, steps_per_closure=1, batch_size=64, step
             "beside_workers": beside[0], "beside_ps": beside[1]}
 
 
-def sweep_rows():
+def bench_rows():
     return [row(steps_per_closure=1, steps_per_s=50.0), row(steps_per_closure=10, steps_per_s=200.0),
             row(ps=2, steps_per_closure=10, steps_per_s=160.0),
             row(workers=2, steps_per_closure=10, steps_per_s=300.0, cpu=(0.3, 1.2, 0.3)),
@@ -110,7 +110,7 @@ def sweep_rows():
 
 
 def test_costs_are_read_from_one_worker_rows():
-    measured = measure_costs(sweep_rows(), "mlp", 64)
+    measured = measure_costs(bench_rows(), "mlp", 64)
     # wall seconds per step: 1/50 at K = 1, 1/200 at K = 10 -> per closure 1/60, per step 1/300
     assert measured.one_worker_seconds.per_closure == pytest.approx(1 / 60)
     assert measured.one_worker_seconds.per_step == pytest.approx(1 / 300)
@@ -120,7 +120,7 @@ def test_costs_are_read_from_one_worker_rows():
 
 
 def test_every_custom_row_is_predicted_and_calibration_rows_are_reproduced():
-    rows = sweep_rows()
+    rows = bench_rows()
     predicted = predict_rows(rows, calibration_batch=64, cores=2)
     assert [r for r, _, _ in predicted] == [r for r in rows if r["loop"] == "custom"]
     for r, prediction, calibrating in predicted:
@@ -157,15 +157,15 @@ def test_a_scaled_model_moves_bytes_and_per_step_costs_with_its_size_but_not_dis
 
 def test_without_socket_bytes_the_costs_take_the_model_size_each_way_and_say_so():
     rows = [dict(r, measured_pull_bytes_per_step=None, measured_push_bytes_per_step=None, model_bytes=407_080)
-            for r in sweep_rows()]
+            for r in bench_rows()]
     costs = measure_costs(rows, "mlp", 64)
     assert (costs.pull_bytes, costs.push_bytes) == (407_080, 407_080)
     assert "not measured" in costs.bytes_source and "measured on the PS sockets" == measure_costs(
-        sweep_rows(), "mlp", 64).bytes_source
+        bench_rows(), "mlp", 64).bytes_source
 
 
 def test_without_a_one_worker_row_the_error_says_what_to_measure():
-    rows = [r for r in sweep_rows() if r["workers"] != 1]
+    rows = [r for r in bench_rows() if r["workers"] != 1]
     with pytest.raises(ValueError, match="no one-worker custom-loop row of mlp at batch 64"):
         measure_costs(rows, "mlp", 64)
 

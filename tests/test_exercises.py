@@ -65,7 +65,7 @@ cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"] 
            "chief": [f"localhost:{ports[-1]}"]}
 tf_configs = {f"{task_type}:{index}": {"cluster": cluster, "task": {"type": task_type, "index": index}}
               for task_type, addresses in cluster.items() for index in range(len(addresses))}
-""", "checks.tf_configs(", "Did you give it a port different from worker:0?"),
+""", "checks.tf_configs_valid(", "Did you give it a port different from worker:0?"),
         WrongAnswer("process.terminate()", """
 for name, process in processes.items():
     if name.startswith("worker"):
@@ -74,11 +74,11 @@ for name, process in processes.items():
 """, "checks.processes_stopped(", "still running: ps:0"),
     ],
     "ex2_gradient_compression.ipynb": [
-        WrongAnswer("class TopKCompressor", """
+        WrongAnswer("class TopK", """
     def compress(self, gradient):
         return {"gradient": tf.where(tf.abs(gradient) < 0.01, 0.0, gradient)}
 """, "checks.compressor_shrinks(", "zeros still take 4 bytes each"),
-        WrongAnswer("class TopKCompressor", """
+        WrongAnswer("class TopK", """
     def compress(self, gradient):
         flat = tf.reshape(gradient, [-1])
         positions = tf.math.top_k(tf.abs(flat), k=math.ceil(self.ratio * flat.shape[0])).indices
@@ -144,7 +144,7 @@ axis.set_ylabel("seconds")
 """, "checks.plot_shows(", "not the worker counts"),
     ],
     "ex5_staleness_checks.ipynb": [
-        WrongAnswer("class VersionCounter", """
+        WrongAnswer("class StalenessSGD", """
         tau = self.version.assign_add(1) - 1 - read_version
         for variable, gradient in zip(self.variables, gradients):
             variable.assign_sub(self.learning_rate * gradient)
@@ -154,9 +154,10 @@ axis.set_ylabel("seconds")
         return tf.cast(tau < self.max_tau, tf.float32)
 """, "checks.filter_rule(", "steps stale is still allowed"),
         WrongAnswer("filtered = staleness.train_mnist", """
-filtered = staleness.train_mnist(strategy, coordinator, data, num_workers, staleness.StalenessFilter(max_tau),
-                                 learning_rate=learning_rate, num_steps=num_steps, evaluate_every=num_steps,
-                                 steps_per_closure=1, slow_worker=0, slow_ms=slow_ms)
+filtered = staleness.train_mnist(strategy, coordinator, data, num_workers,
+                                 staleness.Update(staleness.StalenessFilter(max_tau), learning_rate),
+                                 staleness.Schedule(num_steps, evaluate_every=num_steps, steps_per_closure=1),
+                                 slow_worker=0, slow_ms=slow_ms)
 """, "checks.used_own_filter(", "not your filter"),
         WrongAnswer("updates_by_tau = ", """
 updates_by_tau = filtered.counts.sum(axis=0)

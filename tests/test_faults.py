@@ -10,7 +10,6 @@ import types
 
 import pytest
 
-import labkit  # noqa: F401  (Keras 2 before TensorFlow)
 from labkit import faults, recovery
 from labkit.cluster import Task
 from labkit.runtime import processes

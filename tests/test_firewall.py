@@ -6,7 +6,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -84,5 +83,4 @@ def test_the_guides_rule_refuses_the_room_and_keeps_loopback(laptops, tool, mark
         assert connect(laptops, LAPTOP, LAPTOP) == "connected", "the laptop's own address goes over loopback"
     finally:
         run_in(laptops, LAPTOP, turn_off)
-    time.sleep(0.1)
     assert connect(laptops, NEIGHBOUR, LAPTOP) == "connected", "the after-the-workshop lines must open it again"

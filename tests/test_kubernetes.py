@@ -70,13 +70,14 @@ def test_every_tf_config_names_the_services_dns_names(tmp_path):
     services = {s["metadata"]["name"]: s for s in documents if s["kind"] == "Service"}
     pods = list(_pod_specs(documents))
     configs = kubernetes.tf_configs(documents)
-    assert set(configs) == {f"{job}:{i}" for job, addresses in CLUSTER.items() for i in range(len(addresses))}
-    expected_cluster = {job: [f"pslab-{job}-{i}:{address.rsplit(':')[1]}" for i, address in enumerate(addresses)]
-                        for job, addresses in CLUSTER.items()}
+    assert set(configs) == {f"{task_type}:{i}" for task_type, addresses in CLUSTER.items()
+                            for i in range(len(addresses))}
+    expected_cluster = {task_type: [f"pslab-{task_type}-{i}:{address.rsplit(':')[1]}"
+                                    for i, address in enumerate(addresses)] for task_type, addresses in CLUSTER.items()}
     for task, config in configs.items():
         tfconfig.validate(config)
-        assert {job: config["cluster"][job] for job in CLUSTER} == expected_cluster, task
-    for job, addresses in expected_cluster.items():
+        assert {task_type: config["cluster"][task_type] for task_type in CLUSTER} == expected_cluster, task
+    for task_type, addresses in expected_cluster.items():
         for index, address in enumerate(addresses):
             host, port = address.split(":")
             service = services[host]
@@ -87,7 +88,7 @@ def test_every_tf_config_names_the_services_dns_names(tmp_path):
             assert len(selected) == 1, f"{host} selects {len(selected)} pods"
             [container] = selected[0]["containers"]
             env = {variable["name"]: variable["value"] for variable in container["env"]}
-            assert json.loads(env["TF_CONFIG"])["task"] == {"type": job, "index": index}
+            assert json.loads(env["TF_CONFIG"])["task"] == {"type": task_type, "index": index}
             assert container["ports"][0]["containerPort"] == int(port)
 
 
@@ -104,7 +105,7 @@ def test_the_network_policy_admits_only_the_clusters_pods_on_the_tf_ports(tmp_pa
         assert labels["pslab/cluster"] == "lab7"  # every task is covered by the policy
 
 
-# Per job, the claims its Pods mount, where, and whether read-only (None: writable).
+# Per task type, the claims its Pods mount, where, and whether read-only (None: writable).
 EXPECTED_MOUNTS = {"chief": {"pslab-checkpoints": ("/checkpoints", None), "pslab-data": ("/data", None)},
                    "ps": {"pslab-checkpoints": ("/checkpoints", None)},
                    "worker": {"pslab-data": ("/data", True)}}
@@ -242,28 +243,28 @@ def _rename(tfjob, old, new):
 @pytest.mark.parametrize("break_it, messages", [
     pytest.param(_misspell_env, ["unknown field spec.tfReplicaSpecs.PS.template.spec.containers[0].envv",
                                  "'envv' was unexpected"], id="misspelt-container-field"),
-    pytest.param(lambda job: job["spec"]["runPolicy"].__setitem__("backofflimit", 6),
+    pytest.param(lambda tfjob: tfjob["spec"]["runPolicy"].__setitem__("backofflimit", 6),
                  ["unknown field spec.runPolicy.backofflimit"], id="misspelt-tfjob-field"),
-    pytest.param(lambda job: job["spec"].__setitem__("runpolicy", job["spec"].pop("runPolicy")),
+    pytest.param(lambda tfjob: tfjob["spec"].__setitem__("runpolicy", tfjob["spec"].pop("runPolicy")),
                  ["models refuse it: Invalid value for `run_policy`, must not be `None`"], id="misspelt-required-field"),
-    pytest.param(lambda job: _rename(job, "Worker", "Workers"),
+    pytest.param(lambda tfjob: _rename(tfjob, "Worker", "Workers"),
                  ["Workers: unknown replica type. Did you mean 'Worker'?"], id="wrong-replica-type"),
-    pytest.param(lambda job: _rename(job, "PS", "ps"), ["ps: unknown replica type. Did you mean 'PS'?"],
+    pytest.param(lambda tfjob: _rename(tfjob, "PS", "ps"), ["ps: unknown replica type. Did you mean 'PS'?"],
                  id="lower-case-replica-type"),
-    pytest.param(lambda job: replica_containers(job)["Chief"].pop("image"),
+    pytest.param(lambda tfjob: replica_containers(tfjob)["Chief"].pop("image"),
                  ["Chief: container 'tensorflow' has no image"], id="missing-image"),
-    pytest.param(lambda job: replica_containers(job)["Worker"].__setitem__("name", "worker"),
+    pytest.param(lambda tfjob: replica_containers(tfjob)["Worker"].__setitem__("name", "worker"),
                  ['Worker: no container named "tensorflow"'], id="container-not-named-tensorflow"),
-    pytest.param(lambda job: job["spec"]["tfReplicaSpecs"]["PS"].__setitem__("restartPolicy", "Sometimes"),
+    pytest.param(lambda tfjob: tfjob["spec"]["tfReplicaSpecs"]["PS"].__setitem__("restartPolicy", "Sometimes"),
                  ["PS: restartPolicy 'Sometimes' is not one of Always, OnFailure, Never, ExitCode"],
                  id="wrong-restart-policy"),
-    pytest.param(lambda job: job["spec"]["runPolicy"].__setitem__("cleanPodPolicy", "Finished"),
+    pytest.param(lambda tfjob: tfjob["spec"]["runPolicy"].__setitem__("cleanPodPolicy", "Finished"),
                  ["cleanPodPolicy 'Finished' is not one of All, Running, None"], id="wrong-clean-pod-policy"),
-    pytest.param(lambda job: job["spec"]["tfReplicaSpecs"]["Chief"].__setitem__("replicas", 2),
+    pytest.param(lambda tfjob: tfjob["spec"]["tfReplicaSpecs"]["Chief"].__setitem__("replicas", 2),
                  ["at most one chief"], id="two-chiefs"),
-    pytest.param(lambda job: replica_containers(job)["PS"]["ports"][0].__setitem__("containerPort", "2222"),
+    pytest.param(lambda tfjob: replica_containers(tfjob)["PS"]["ports"][0].__setitem__("containerPort", "2222"),
                  ["'2222' is not of type 'integer'"], id="port-as-string"),
-    pytest.param(lambda job: job.__setitem__("apiVersion", "kubeflow.org/v2"), ["apiVersion and kind must be"],
+    pytest.param(lambda tfjob: tfjob.__setitem__("apiVersion", "kubeflow.org/v2"), ["apiVersion and kind must be"],
                  id="wrong-api-version"),
 ])
 def test_check_tfjob_refuses_a_broken_tfjob_and_says_why(no_network, break_it, messages):
@@ -278,13 +279,13 @@ def test_check_tfjob_refuses_a_broken_tfjob_and_says_why(no_network, break_it, m
 
 def test_the_operators_tf_config_passes_the_kits_checks_for_every_task():
     tfjob = tfjob_objects(evaluator=True)["TFJob"]
-    expected = {job: [f"pslab-{job}-{i}.lab.svc:2222" for i in range(len(addresses))]
-                for job, addresses in CLUSTER.items()}
-    for job, count in [("chief", 1), ("ps", 2), ("worker", 2), ("evaluator", 1)]:
+    expected = {task_type: [f"pslab-{task_type}-{i}.lab.svc:2222" for i in range(len(addresses))]
+                for task_type, addresses in CLUSTER.items()}
+    for task_type, count in [("chief", 1), ("ps", 2), ("worker", 2), ("evaluator", 1)]:
         for index in range(count):
-            config = kubernetes.operator_tf_config(tfjob, job, index, namespace="lab")
+            config = kubernetes.operator_tf_config(tfjob, task_type, index, namespace="lab")
             assert config["cluster"] == expected and config["environment"] == "cloud"
-            assert tfconfig.validate(json.dumps(config))["task"] == {"type": job, "index": index}
+            assert tfconfig.validate(json.dumps(config))["task"] == {"type": task_type, "index": index}
 
 
 def test_the_network_policy_covers_every_tfjob_pod_on_the_tf_port():

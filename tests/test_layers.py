@@ -20,9 +20,9 @@ LAYERS = [
     ("checks and benchmarks", ["checks", "bench"]),
     ("deployment", ["deploy"]),
     ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
-    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict"]),
-    ("content", ["data", "models"]),
-    ("cluster", ["cluster"]),
+    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict", "over_seeds"]),
+    ("content", ["data", "pipelines", "models"]),
+    ("cluster", ["cluster", "registry"]),
     ("runtime", ["runtime"]),
 ]
 # What the package imports for its public API (tools.display: figures as images, in a kernel only).

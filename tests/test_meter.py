@@ -55,7 +55,7 @@ def test_cpu_seconds_are_counted_per_role_over_the_timed_intervals_only():
         time.sleep(0.5)  # the busy process's CPU before the first interval is not counted
         meter = Meter({"busy": busy.pid, "both": [busy.pid, idle.pid], "idle": [idle.pid]})
         phase = train.timed_intervals(lambda steps: time.sleep(0.5) or [1.0], 40, 20, description=None, meter=meter,
-                                      evaluate=lambda: time.sleep(0.5) or {}, history=Phase(batch_size=10))
+                                      evaluate=lambda: time.sleep(0.5) or {}, training_log=Phase(batch_size=10))
     finally:
         busy.kill(), idle.kill(), busy.wait(), idle.wait()
     spent = meter.cpu_seconds
@@ -90,9 +90,9 @@ def test_timed_intervals_time_the_training_only_and_record_a_row_each(clock):
         return {"accuracy": next(evaluations)}
 
     seen = []
-    history = train.timed_intervals(train_interval, 250, 100, evaluate=evaluate, description=None,
+    training_log = train.timed_intervals(train_interval, 250, 100, evaluate=evaluate, description=None,
                                     on_progress=lambda progress: seen.append(progress.final_step))
-    assert history.step == [100, 200, 250] and seen == [100, 200, 250], "the last interval is the steps left"
-    assert history.seconds == pytest.approx([1.0, 2.0, 2.5]), "fetching losses and evaluating are not timed"
-    assert history.steps_per_second == pytest.approx([100.0, 100.0, 100.0])
-    assert history.loss == [3.0, 3.0, 3.0] and history.accuracy == [0.5, 0.7, 0.9]
+    assert training_log.step == [100, 200, 250] and seen == [100, 200, 250], "the last interval is the steps left"
+    assert training_log.seconds == pytest.approx([1.0, 2.0, 2.5]), "fetching losses and evaluating are not timed"
+    assert training_log.steps_per_second == pytest.approx([100.0, 100.0, 100.0])
+    assert training_log.loss == [3.0, 3.0, 3.0] and training_log.accuracy == [0.5, 0.7, 0.9]

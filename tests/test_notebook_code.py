@@ -25,8 +25,8 @@ COPIES = [
     ("05_gradient_compression.ipynb", "CompressedPulls", compression.CompressedPulls),
     ("05_gradient_compression.ipynb", "TopK.apply", compression.TopK.apply),
     ("06_stale_gradients.ipynb", "make_versioned_train_steps", staleness.make_versioned_train_steps),
-    ("06_stale_gradients.ipynb", "VersionedSGD.begin_step", staleness.StalenessSGD.begin_step),
-    ("06_stale_gradients.ipynb", "VersionedSGD.apply", staleness.StalenessSGD.apply),
+    ("06_stale_gradients.ipynb", "StalenessSGD.begin_step", staleness.StalenessSGD.begin_step),
+    ("06_stale_gradients.ipynb", "StalenessSGD.apply", staleness.StalenessSGD.apply),
     ("06_stale_gradients.ipynb", "WaitingSGD._wait_for_slowest", staleness.StalenessSGD._wait_for_slowest),
     ("06_stale_gradients.ipynb", "swap", staleness.swap),
     ("06_stale_gradients.ipynb", "DelayedSGD._through_delay_buffer", staleness.StalenessSGD._through_delay_buffer),
@@ -76,15 +76,9 @@ def test_a_method_is_compared_with_the_method(tmp_path, monkeypatch):
     claim_first = inspect.getsource(staleness.StalenessSGD.apply).replace(
         "        with tf.control_dependencies(updates):  # the claim: only after the update has landed\n", "        if True:\n")
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "class VersionedSGD(staleness.StalenessSGD):\n" + claim_first)])
+        "class StalenessSGD(staleness.StalenessSGD):\n" + claim_first)])
     nbformat.write(notebook, tmp_path / "claims_early.ipynb")
     monkeypatch.setattr(sys.modules[__name__], "NOTEBOOKS", tmp_path)
     [labkit_tree] = definitions(textwrap.dedent(inspect.getsource(staleness.StalenessSGD.apply))).values()
-    assert not same_code(notebook_definition("VersionedSGD.apply", "claims_early.ipynb"), labkit_tree)
+    assert not same_code(notebook_definition("StalenessSGD.apply", "claims_early.ipynb"), labkit_tree)
 
-
-def test_a_changed_copy_is_told_apart():
-    source = inspect.getsource(stats.five_number_summary)
-    original = definitions(source)["five_number_summary"]
-    changed = definitions(source.replace("[25, 50, 75]", "[10, 50, 90]"))["five_number_summary"]
-    assert same_code(original, original) and not same_code(original, changed)

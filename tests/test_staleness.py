@@ -11,9 +11,14 @@ import tensorflow as tf
 from labkit import checks, staleness
 
 
+OPTIMIZER_OPTIONS = ("num_workers", "max_tau", "seed", "steps_scheduled")  # the rest is the Update's
+
+
 def sgd(rule=staleness.Constant(), delay=0, learning_rate=1.0, **options):
     variable = tf.Variable([0.0])
-    return variable, staleness.StalenessSGD([variable], rule, learning_rate, delay, **options)
+    update = {name: value for name, value in options.items() if name not in OPTIMIZER_OPTIONS}
+    rest = {name: value for name, value in options.items() if name in OPTIMIZER_OPTIONS}
+    return variable, staleness.StalenessSGD([variable], staleness.Update(rule, learning_rate, delay, **update), **rest)
 
 
 def test_tau_is_the_number_of_updates_applied_between_read_and_apply():
@@ -171,6 +176,8 @@ def test_ssp_waits_only_for_a_worker_that_may_still_run_a_step(steps_scheduled, 
     (lambda: sgd(delay=-2), "delay must be >= 0"),
     (lambda: sgd(random_delay=True), "needs a mean delay"),
     (lambda: sgd(ssp_bound=-1), "ssp_bound must be >= 0"),
+    (lambda: staleness.Schedule(num_steps=600, evaluate_every=70), "must be a multiple of evaluate_every"),
+    (lambda: staleness.Schedule(evaluate_every=50, steps_per_closure=20), "a multiple of steps_per_closure"),
     (lambda: staleness.train_mnist(None, None, None, 2, batches=iter([]), slow_worker=0, slow_ms=20),
      "pass slow_worker and slow_ms to train.mnist_batches"),
 ])
@@ -180,7 +187,7 @@ def test_bad_settings_are_refused(make, message):
 
 
 class EarlyClaimCounter(staleness.StalenessSGD):
-    """The counter issue 14 found: the claim depends only on the version read, not on the update."""
+    """An early claim: it depends only on the version read, not on the update, so τ reads 0."""
 
     def apply(self, gradients, read_version, worker=0, read_parameters=()):
         tau = self.version.assign_add(1) - 1 - read_version
@@ -271,11 +278,11 @@ def test_an_ssp_run_whose_wait_timed_out_reports_its_bound_broken():
     ([0.1, 0.9, 0.1], [0.8, 0.82, 0.81], "plain async lost only"),                # within the seed spread
     ([0.1, 0.11, 0.1], [0.3, 0.32, 0.31], "won back"),                           # less than half back
 ])
-def test_the_stale_sgd_comparison_rejects_small_or_noisy_differences(plain, aware, message):
+def test_staleness_aware_won_back_rejects_small_or_noisy_differences(plain, aware, message):
     fresh = [0.91, 0.92, 0.9]
-    checks.stale_sgd_comparison(fresh, [0.1, 0.11, 0.1], [0.85, 0.86, 0.84], 0.05)
+    checks.staleness_aware_won_back(fresh, [0.1, 0.11, 0.1], [0.85, 0.86, 0.84], 0.05)
     with pytest.raises(AssertionError, match=message):
-        checks.stale_sgd_comparison(fresh, plain, aware, 0.05)
+        checks.staleness_aware_won_back(fresh, plain, aware, 0.05)
 
 
 def test_the_filter_check_names_a_worker_that_applied_nothing():

@@ -68,7 +68,7 @@ BAD_INPUTS = [
     pytest.param(make(task="worker:0"), ['"task" must be an object'], id="06-task-not-object"),
     # (7) unknown task type in the cluster, with a suggestion
     pytest.param(make(cluster_with(worker=None, workers=["localhost:2223"])),
-                 ["unknown task type 'workers'", "Did you mean 'worker'?"], id="07-unknown-job"),
+                 ["unknown task type 'workers'", "Did you mean 'worker'?"], id="07-unknown-task-type"),
     # (8) no "ps" task
     pytest.param(make(cluster_with(ps=None)), ["no 'ps' task"], id="08-no-ps"),
     # (9) no "worker" task
@@ -122,7 +122,7 @@ BAD_INPUTS = [
     pytest.param(make(task={"type": "worker", "index": 1.0}),
                  ["task index 1.0 must be a non-negative integer"],
                  id="18-index-float"),
-    # (19) task index out of range for its job
+    # (19) task index out of range for its task type
     pytest.param(make(task={"type": "worker", "index": 2}),
                  ["task index 2 is out of range: the cluster has 2 'worker' tasks (indices 0..1). "
                   "Use an index from 0 to 1."], id="19-index-out-of-range"),
@@ -147,7 +147,7 @@ BAD_INPUTS = [
     pytest.param(make(task={"type": "PS", "index": 0}), ["unknown task type 'PS'", "Did you mean 'ps'?"],
                  id="23-tfjob-replica-type-as-task-type"),
     pytest.param(make(cluster_with(worker=None, Worker=["localhost:2223"])),
-                 ["unknown task type 'Worker'", "Did you mean 'worker'?"], id="23-tfjob-replica-type-as-job"),
+                 ["unknown task type 'Worker'", "Did you mean 'worker'?"], id="23-tfjob-replica-type-as-task-type"),
     # what a TFJob with enableDynamicWorker sets
     pytest.param({"sparseCluster": {"ps": ["pslab-ps-0.default.svc:2222"], "worker": {"0": "pslab-worker-0.default.svc:2222"}},
                   "task": WORKER_0}, ['"sparseCluster" instead of "cluster"', "Remove enableDynamicWorker"],
@@ -225,8 +225,8 @@ def test_labkit_server_starts_from_the_tf_config_a_tfjob_pod_gets(tmp_path):
     for container in containers.values():  # a free port here; the operator takes it from the tfjob-port
         container["ports"][0]["containerPort"] = port
     config = kubernetes.operator_tf_config(tfjob, "ps", 0, namespace="lab")
-    assert config == {"cluster": {job: [address.replace(":2222", f":{port}") for address in addresses]
-                                  for job, addresses in OPERATOR_CLUSTER.items()},
+    assert config == {"cluster": {task_type: [address.replace(":2222", f":{port}") for address in addresses]
+                                  for task_type, addresses in OPERATOR_CLUSTER.items()},
                       "task": {"type": "ps", "index": 0}, "environment": "cloud"}
     env = {variable["name"]: variable["value"] for variable in containers["PS"]["env"]}
     log = tmp_path / "ps.log"
@@ -291,8 +291,8 @@ def test_for_every_task_gives_one_config_per_task():
     configs = tfconfig.for_every_task(CLUSTER)
     assert sorted(configs) == ["chief:0", "ps:0", "worker:0", "worker:1"]
     for name, config in configs.items():
-        job, index = name.split(":")
-        assert config["task"] == {"type": job, "index": int(index)}
+        task_type, index = name.split(":")
+        assert config["task"] == {"type": task_type, "index": int(index)}
         assert config["cluster"] == CLUSTER
         assert tfconfig.validate(json.dumps(config)) == config
 
@@ -309,14 +309,14 @@ def test_host_plan_gives_each_task_its_command():
     assert [entry["host"] for entry in plan] == ["::1", "10.0.0.2", "10.0.0.3", "10.0.0.1"]
     assert [entry["port"] for entry in plan] == [2222] * 4
     for entry in plan:
-        job, index = tfconfig.parse_task(entry["task"])
-        program = "python my_training.py --epochs 3" if job == "chief" else "python -m labkit.runtime.server"
+        task_type, index = tfconfig.parse_task(entry["task"])
+        program = "python my_training.py --epochs 3" if task_type == "chief" else "python -m labkit.runtime.server"
         assert entry["command"].endswith(" " + program)
         words = shlex.split(entry["command"])
         assert words[0].startswith("TF_CONFIG=")
         assert " ".join(words[1:]) == program
         config = tfconfig.validate(words[0][len("TF_CONFIG="):])
-        assert config["task"] == {"type": job, "index": index}
+        assert config["task"] == {"type": task_type, "index": index}
         assert config == json.loads(entry["tf_config"])
 
 
@@ -344,7 +344,7 @@ def test_parse_task(name, expected):
     pytest.param("worker:-1", "not of the form type:index", id="negative-index"),
     pytest.param("worker:", "not of the form type:index", id="no-index"),
     pytest.param(("worker", 1), "not of the form type:index", id="not-a-string"),
-    pytest.param("gpu:0", "unknown task type 'gpu'", id="unknown-job"),
+    pytest.param("gpu:0", "unknown task type 'gpu'", id="unknown-task-type"),
     pytest.param("wroker:0", "Did you mean 'worker'?", id="typo"),
 ])
 def test_parse_task_rejects_bad_names(name, fragment):

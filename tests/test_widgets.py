@@ -60,10 +60,10 @@ def test_a_kill_shows_dead_and_the_buttons_restart_and_kill(cluster, dashboard):
 
 
 def test_the_training_panel_shows_the_latest_interval(dashboard):
-    history = TrainingLog()
-    history.record(step=100, seconds=2.5, loss=2.3, steps_per_second=40.0, metrics={}, evaluation={})
-    history.record(step=200, seconds=3.75, loss=0.5, steps_per_second=80.0, metrics={}, evaluation={})
-    dashboard.show_training(history)
+    training_log = TrainingLog()
+    training_log.record(step=100, seconds=2.5, loss=2.3, steps_per_second=40.0, metrics={}, evaluation={})
+    training_log.record(step=200, seconds=3.75, loss=0.5, steps_per_second=80.0, metrics={}, evaluation={})
+    dashboard.show_training(training_log)
     panel = dashboard.training.value
     assert "step 200" in panel and "loss 0.5000 (first 2.3000)" in panel and "80.0 steps/s" in panel
 

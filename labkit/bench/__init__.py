@@ -1,11 +1,11 @@
 """Benchmarks that measure side by side in one run and print ratios: ``labkit bench``.
 
-``labkit bench``: a performance sweep. Training throughput (samples/s, steps/s),
+``labkit bench``: the benchmark's points measured. Training throughput (samples/s, steps/s),
 time to a target accuracy, CPU per task and bytes per step, against the number of
 workers and parameter servers, step packing, model size and batch size; with a
 single-process baseline measured just before and just after each point and ``model.fit`` in
 the same run, so every figure is also a ratio. ``labkit bench --report`` runs notebook 08
-on the sweep. ``labkit bench startup``: cluster start-to-ready against a bare
+on the points. ``labkit bench startup``: cluster start-to-ready against a bare
 TensorFlow import.
 
 One module per concern:
@@ -16,7 +16,7 @@ One module per concern:
 - ``measure``: every point on its cluster between two measurements of its baseline (a warm-up interval, then intervals timed by
   ``labkit.meter.Meter``, with ``model.fit`` or ``labkit.train.run``), as result rows with ratios
 - ``files``, ``plots``: results as CSV/JSON, a text table, the figure
-- ``report``: a whole sweep saved, or run through notebook 08
+- ``report``: every point measured and saved, or run through notebook 08
 - ``costmodel``: steps/s predicted from costs measured on one worker, and the slowest resource
 - ``link``: one point over rate-limited links between network namespaces, against the cost model
 - ``startup``: the start-up benchmark

@@ -1,4 +1,4 @@
-"""A sweep's results as files: CSV and JSON with the machine they were measured on, and a text table."""
+"""The points' results as files: CSV and JSON with the machine they were measured on, and a text table."""
 import csv
 import json
 import os

@@ -1,4 +1,4 @@
-"""``labkit bench link``: one sweep point over rate-limited links, measured and predicted by the cost model.
+"""``labkit bench link``: one benchmark point over rate-limited links, measured and predicted by the cost model.
 
 In the same run: the cost model's inputs are measured on loopback (one worker, two numbers of steps per closure,
 ``labkit.bench.measure``), then the point runs on network namespaces (``labkit.deploy.netns``, needs root):

@@ -1,4 +1,4 @@
-"""A sweep: every point measured on its cluster (a warm-up interval, then timed ones), beside a single-process
+"""Every point measured on its cluster (a warm-up interval, then timed ones), beside a single-process
 baseline, as result rows."""
 import gc
 import itertools
@@ -177,7 +177,7 @@ def measure_points(points, repeats=5, min_steps=50, target_accuracy=0.9, data=No
     import tensorflow as tf
 
     data = data or Data({p.model for p in points})
-    planned = {(p.model, p.batch_size): p for p in points if p.loop == "single-process"}
+    single_process = {(p.model, p.batch_size): p for p in points if p.loop == "single-process"}
     shapes = [(shape, list(group)) for shape, group in itertools.groupby(
         sorted((p for p in points if p.loop != "single-process"), key=lambda p: (p.workers, p.ps)),
         key=lambda p: (p.workers, p.ps))]
@@ -193,7 +193,7 @@ def measure_points(points, repeats=5, min_steps=50, target_accuracy=0.9, data=No
             for point in group:
                 key = (point.model, point.batch_size)
                 if key not in baselines:
-                    baselines[key] = Baseline(planned[key], data, repeats, min_steps, meter)
+                    baselines[key] = Baseline(single_process[key], data, repeats, min_steps, meter)
                 baselines[key].measure()  # just before the point
                 row = measure_on_cluster(point, cluster, strategy, coordinator, data,
                                          repeats, min_steps, target_accuracy, meter, custom_loop)

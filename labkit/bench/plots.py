@@ -1,4 +1,4 @@
-"""The sweep's figure: throughput against workers, parameter servers and steps per closure; ratios to one process."""
+"""The points' figure: throughput against workers, parameter servers and steps per closure; ratios to one process."""
 import numpy as np
 
 from labkit.bench.workloads import MNIST_MODELS

@@ -79,7 +79,7 @@ DEFAULTS = {"workers": [1, 2, 3, 4], "ps": [1, 2], "steps_per_closure": [1, 10, 
 
 
 def check(settings):
-    """Raise a ValueError saying what is wrong with a sweep's settings (see DEFAULTS), and return its points."""
+    """Raise a ValueError saying what is wrong with the benchmark's settings (see DEFAULTS), and return its points."""
     unknown = set(settings) - set(DEFAULTS)
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)}; the settings are {', '.join(DEFAULTS)}.")

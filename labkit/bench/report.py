@@ -1,4 +1,4 @@
-"""A whole sweep in one call: measured and saved with its figure, or run through notebook 08 (papermill)."""
+"""Every point in one call: measured and saved with its figure, or run through notebook 08 (papermill)."""
 from pathlib import Path
 
 from labkit.bench.files import format_table, save
@@ -10,7 +10,8 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "08_performance_a
 
 
 def run_and_save(out_dir, **settings):
-    """Plan, sweep, save CSV + JSON + sweep.png in ``out_dir``; return the rows. Settings: see DEFAULTS."""
+    """Check the settings, measure their points, save CSV + JSON + sweep.png in ``out_dir``; return the rows.
+    Settings: see DEFAULTS."""
     points = check(settings)
     settings = {**DEFAULTS, **settings}
     rows = measure_points(points, settings["repeats"], settings["min_steps"], settings["target_accuracy"])

@@ -11,7 +11,7 @@ LM_SEQUENCE_LENGTH = 32
 
 
 class Data:
-    """The real data every workload trains on, loaded once per sweep."""
+    """The real data every workload trains on, loaded once per benchmark run."""
 
     def __init__(self, models):
         from labkit.data import load_mnist, load_text_corpus
@@ -35,7 +35,7 @@ def workload(name, data, batch_size, steps_per_closure, seed=0):
     import tensorflow as tf
 
     from labkit import models
-    from labkit.data import mnist_dataset_fn, next_token_windows
+    from labkit.pipelines import mnist_dataset_fn, next_token_windows
 
     tf.keras.utils.set_random_seed(seed)
     if name in MNIST_MODELS:

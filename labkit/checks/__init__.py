@@ -8,14 +8,14 @@ from labkit.checks.core import (  # noqa: F401
     CheckFailed, Checklist, accuracy_reached, close_accuracy, learned, pids_gone, processes_stopped, require,
 )
 from labkit.checks.allreduce import (  # noqa: F401
-    async_did_not_wait, both_reached, copies_identical, link_bytes_near, lockstep_limit, moved_rows_not_table,
-    replicated, sharded_over_ps, sync_waited, updates_per_batch,
+    async_did_not_wait, both_reached, copies_identical, link_bytes_near, lockstep_limit_samples_per_s,
+    moved_rows_not_table, replicated, sharded_over_ps, sync_waited, updates_per_batch_match,
 )
 from labkit.checks.cluster_by_hand import (  # noqa: F401
-    cluster_trained, servers_serving, tf_configs,
+    cluster_trained, servers_serving, tf_configs_valid,
 )
 from labkit.checks.compression import (  # noqa: F401
-    compression_result, compressor_shrinks, contracts, dgc_beats_naive, fewer_total_bytes, same_payload,
+    compression_paid_off, compressor_shrinks, contracts, dgc_beats_naive, fewer_total_bytes, same_payload,
     within_variance_bound,
 )
 from labkit.checks.custom_loop import (  # noqa: F401
@@ -36,7 +36,7 @@ from labkit.checks.performance import (  # noqa: F401
 )
 from labkit.checks.staleness import (  # noqa: F401
     claims_after_update, dropped_share_read, filter_rule, dropped_exactly_the_stale, measured_staleness, ssp_waited,
-    stale_sgd_comparison, used_own_filter,
+    staleness_aware_won_back, used_own_filter,
 )
 from labkit.checks.tf_config import (  # noqa: F401
     ALL_INTERFACES, isolated_kernel_unreachable, listens_on_every_interface, received_its_tf_config,

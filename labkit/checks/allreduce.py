@@ -10,14 +10,14 @@ def both_reached(accuracy_by_run, target_accuracy):
                        "cannot be compared. Train more intervals, or lower target_accuracy.")
 
 
-def lockstep_limit(num_workers, batch_size, slow_ms):
+def lockstep_limit_samples_per_s(num_workers, batch_size, slow_ms):
     """Samples/s a synchronous step can reach at most when one worker pauses ``slow_ms`` per batch."""
     return num_workers * batch_size / (slow_ms / 1000)
 
 
 def sync_waited(samples_per_second, num_workers, batch_size, slow_ms):
     """All-reduce with a worker pausing ``slow_ms`` per batch ran no faster than that pause allows."""
-    limit = lockstep_limit(num_workers, batch_size, slow_ms)
+    limit = lockstep_limit_samples_per_s(num_workers, batch_size, slow_ms)
     require(samples_per_second <= 1.05 * limit,
         f"all-reduce ran {samples_per_second:,.0f} samples/s with a worker pausing {slow_ms} ms per batch, "
         f"above the lockstep limit {limit:,.0f}: was that worker really slowed?")
@@ -25,7 +25,7 @@ def sync_waited(samples_per_second, num_workers, batch_size, slow_ms):
 
 def async_did_not_wait(samples_per_second, num_workers, batch_size, slow_ms):
     """Asynchronous PS training with a slowed worker beat the lockstep limit: the others did not wait."""
-    limit = lockstep_limit(num_workers, batch_size, slow_ms)
+    limit = lockstep_limit_samples_per_s(num_workers, batch_size, slow_ms)
     require(samples_per_second > limit,
         f"PS training ran {samples_per_second:,.0f} samples/s, not above the lockstep limit {limit:,.0f} of a "
         f"{slow_ms} ms pause: did the fast workers wait for the slow one?")
@@ -66,7 +66,7 @@ def copies_identical(digests_by_worker):
         "workers): a synchronous update must leave every copy the same. Did each worker apply its own gradient?")
 
 
-def updates_per_batch(measured, expected, what):
+def updates_per_batch_match(measured, expected, what):
     """The optimizer applied ``expected`` updates per batch trained (parameter servers 1, all-reduce 1 / num_workers)."""
     require(abs(measured - expected) <= 0.01 * expected,
         f"{what}: {measured:.3f} optimizer updates per batch trained, expected {expected:.3f}.")

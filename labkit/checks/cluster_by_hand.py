@@ -9,7 +9,7 @@ from labkit.checks.core import learned, require
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1")
 
 
-def tf_configs(configs, num_workers):
+def tf_configs_valid(configs, num_workers):
     """``configs`` maps "ps:0", "worker:0", ..., "chief:0" to one valid TF_CONFIG dict each."""
     wanted = {"ps:0", "chief:0", *(f"worker:{i}" for i in range(num_workers))}
     require(set(configs) == wanted, f"tf_configs has entries for {sorted(configs)}, but the cluster has "
@@ -19,10 +19,10 @@ def tf_configs(configs, num_workers):
     for name, config in configs.items():
         require(config.get("cluster") == cluster, f"{name}'s cluster differs from ps:0's: every process "
                                                   "gets the same 'cluster' part; only 'task' changes.")
-        job, index = tfconfig.parse_task(name)
-        require(config.get("task") == {"type": job, "index": index},
+        task_type, index = tfconfig.parse_task(name)
+        require(config.get("task") == {"type": task_type, "index": index},
             f"the TF_CONFIG under {name!r} has task {config.get('task')}: its 'task' must name that "
-            f"process, {{'type': {job!r}, 'index': {index}}}.")
+            f"process, {{'type': {task_type!r}, 'index': {index}}}.")
         address = _address(cluster, name)
         require(address, f"the cluster lists no address for {name}: give it one, e.g. 'localhost:2223'.")
         host, _, port = address.rpartition(":")
@@ -42,8 +42,8 @@ def tf_configs(configs, num_workers):
 
 
 def _address(cluster, name):
-    job, index = tfconfig.parse_task(name)
-    addresses = cluster.get(job, [])
+    task_type, index = tfconfig.parse_task(name)
+    addresses = cluster.get(task_type, [])
     return addresses[index] if index < len(addresses) else None
 
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from labkit import compression, verdict
+from labkit import compression, over_seeds, verdict
 from labkit.checks.core import require
 
 
@@ -51,7 +51,7 @@ def contracts(gradient, rebuilt, kept):
         f"(k = {kept} of n = {x.size}): keep the k entries of LARGEST magnitude.")
 
 
-def compression_result(result, dense, min_ratio, max_accuracy_loss):
+def compression_paid_off(result, dense, min_ratio, max_accuracy_loss):
     """A training run with the compressor and error feedback: fewer bytes, nearly the same accuracy."""
     require(result.error_feedback, "this run has no error feedback: pass error_feedback=True to train_mnist.")
     require(result.push_ratio >= min_ratio, f"the workers pushed only {result.push_ratio:.1f}x fewer bytes than "
@@ -74,7 +74,7 @@ def fewer_total_bytes(dense_runs, compressed_runs, min_ratio, max_accuracy_loss)
     require(all(r.measured for r in dense_runs + compressed_runs),
         "the runs have no bytes measured on the PS sockets: pass ps_pids=traffic.ps_pids(cluster) (needs ss).")
     ratio = np.mean([r.measured_total for r in dense_runs]) / np.mean([r.measured_total for r in compressed_runs])
-    lost, noise = compression.mean_difference(dense_runs, compressed_runs)
+    lost, noise = over_seeds.mean_difference(dense_runs, compressed_runs)
     require(ratio >= min_ratio, f"{ratio:.1f}x fewer total bytes (push + pull) on the PS sockets; the goal is {min_ratio}x.")
     require(lost <= max_accuracy_loss + 2 * noise,
         f"{lost * 100:.2f} points of mean accuracy lost over seeds {seeds}, more than {max_accuracy_loss * 100:g} "
@@ -100,7 +100,7 @@ def dgc_beats_naive(dgc_runs, naive_runs):
     """Like for like (the same payload), every DGC seed is more accurate than every seed of naive
     top-k with error feedback and momentum on the PS: a win outside the seeds' spread."""
     same_payload(dgc_runs + naive_runs)
-    dgc, naive = compression.accuracy_mean_and_range(dgc_runs), compression.accuracy_mean_and_range(naive_runs)
+    dgc, naive = (over_seeds.accuracy_mean_and_range(runs) for runs in (dgc_runs, naive_runs))
     found = verdict.verdict([r.final_accuracy for r in dgc_runs], [r.final_accuracy for r in naive_runs])
     require(found == verdict.WINS,
         f"DGC reached {dgc[0]:.3f} ({dgc[1]:.3f}–{dgc[2]:.3f} over {len(dgc_runs)} seeds), naive top-k with "

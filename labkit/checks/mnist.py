@@ -13,7 +13,7 @@ def workers_see_different_batches(first_batches):
                 raise AssertionError(
                     f"workers {first} and {second} read the same first batch {list(first_batches[first])}: "
                     "the dataset_fn gives every worker the same stream. Fold the worker index into "
-                    "the shuffle seed (labkit.data.shuffled_batches) or give each worker its own shard.")
+                    "the shuffle seed (labkit.pipelines.shuffled_batches) or give each worker its own shard.")
 
 
 def fit_ran_every_input(steps_by_input, steps_per_epoch):

@@ -166,7 +166,7 @@ def results_saved(table, points, saved):
 
 
 def pulls_and_pushes_are_model_size(pull_bytes, push_bytes, model_bytes, low=0.8, high=1.5, where=""):
-    """A dense model's step pulls and pushes about its parameter bytes M (bytes per step on the PS sockets)."""
+    """A dense model's step pulls and pushes about its ``model_bytes`` M (bytes per step on the PS sockets)."""
     for direction, moved in (("pull", pull_bytes), ("push", push_bytes)):
         ratio = moved / model_bytes
         require(low <= ratio <= high, f"{where}{direction} {ratio:.2f} M per step, outside {low}-{high} M "
@@ -174,14 +174,14 @@ def pulls_and_pushes_are_model_size(pull_bytes, push_bytes, model_bytes, low=0.8
 
 
 def dense_traffic_is_model_size(row, low=0.8, high=1.5):
-    """A dense model pulls and pushes about its parameter bytes M per step (``row``: one bench result)."""
+    """A dense model pulls and pushes about its ``model_bytes`` M per step (``row``: one bench result)."""
     pulls_and_pushes_are_model_size(
         row["measured_pull_bytes_per_step"], row["measured_push_bytes_per_step"], row["model_bytes"], low, high,
         where=f"{row['model']} {row['loop']} {row['workers']}w {row['ps']}ps K={row['steps_per_closure']}: ")
 
 
 def clusters_stopped(leftover):
-    """``leftover``, the clusters this process still runs (``labkit.cluster.running_clusters``), is empty."""
+    """``leftover``, the clusters this process still runs (``labkit.registry.running_clusters``), is empty."""
     require(leftover == [], f"clusters still running: {leftover}")
 
 

@@ -133,7 +133,7 @@ def ssp_waited(ssp, unbounded, bound):
             "and no wait timed out: a worker ran ahead without waiting.")
 
 
-def stale_sgd_comparison(fresh, plain, aware, min_gap):
+def staleness_aware_won_back(fresh, plain, aware, min_gap):
     """Final accuracies over seeds: plain async at an injected delay loses at least ``min_gap`` and
     three standard errors against tau = 0; the staleness-aware rule wins back at least half of
     that, also by more than three standard errors."""

@@ -25,7 +25,8 @@ def kubernetes_names_consistent(objects):
     clusters = {json.dumps(config["cluster"], sort_keys=True) for config in configs.values()}
     require(len(clusters) == 1, f"the containers' TF_CONFIGs describe {len(clusters)} different clusters; expected one.")
     cluster = configs[next(iter(configs))]["cluster"]
-    tasks = {f"{job}:{index}": address for job, addresses in cluster.items() for index, address in enumerate(addresses)}
+    tasks = {f"{task_type}:{index}": address for task_type, addresses in cluster.items()
+             for index, address in enumerate(addresses)}
     require(set(configs) == set(tasks), f"tasks in the cluster {sorted(tasks)} but containers for {sorted(configs)}: "
                                         "every task needs exactly one container.")
     for task, address in tasks.items():

@@ -12,7 +12,7 @@ resumes from the last completed epoch.
 Where the workers' data comes from:
 
 - ``--data-dir DIR``, storage every worker mounts (a cluster's shared volume): the chief
-  writes the training set there once, one shard file per worker (``data.shared_shards``),
+  writes the training set there once, one shard file per worker (``pipelines.shared_shards``),
   and each worker reads its own; only file names cross the network. The exports use it.
 - ``--ship-arrays``: the arrays travel inside the traced dataset function to every task
   (for machines that share no disk; it costs the training set's size per task).
@@ -27,7 +27,8 @@ import tensorflow as tf
 from labkit import models, recovery
 from labkit.runtime import loglines
 from labkit.runtime.children import exit_with_parent_if_started_by_one
-from labkit.data import files_dataset_fn, load_mnist, mnist_dataset_fn, shared_shards
+from labkit.data import load_mnist
+from labkit.pipelines import files_dataset_fn, mnist_dataset_fn, shared_shards
 
 BATCH_SIZE = 64
 

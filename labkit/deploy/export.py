@@ -1,6 +1,6 @@
 """``labkit export``: the files each real machine needs to run its part of a cluster.
 
-From a cluster (job -> list of "host:port", the "cluster" part of TF_CONFIG) it writes
+From a cluster (task type -> list of "host:port", the "cluster" part of TF_CONFIG) it writes
 ``plan.txt`` (what runs where, in which order, which ports to open) and, per host, one
 directory per task holding ``tf_config.json`` and ``run.sh``, the command from
 ``tfconfig.host_plan``: ``python -m labkit.runtime.server`` for ps and workers, the training
@@ -45,7 +45,7 @@ def load_cluster(path) -> dict:
 def cluster_from_flags(chief=None, ps=(), worker=()) -> dict:
     """The cluster given as addresses on the command line (``--chief``, ``--ps``, ``--worker``)."""
     cluster = {"chief": [chief] if chief else [], "ps": list(ps), "worker": list(worker)}
-    return {job: addresses for job, addresses in cluster.items() if addresses}
+    return {task_type: addresses for task_type, addresses in cluster.items() if addresses}
 
 
 def export(cluster: dict, out_dir, chief_command: str = DEFAULT_CHIEF_COMMAND) -> list[dict]:

@@ -1,7 +1,7 @@
 """``labkit export --k8s``: the same cluster as Kubernetes manifests.
 
-From the cluster description ``labkit export`` reads (job -> list of "host:port") it keeps
-how many tasks each job has and their ports, and replaces each host by a stable DNS
+From the cluster description ``labkit export`` reads (task type -> list of "host:port") it keeps
+how many tasks each task type has and their ports, and replaces each host by a stable DNS
 name: every task gets a headless Service, so ``<name>-ps-0`` resolves to that task's Pod.
 It writes one multi-document YAML file holding:
 
@@ -18,7 +18,7 @@ It writes one multi-document YAML file holding:
 Each container gets its own TF_CONFIG in its environment, exactly as a LocalCluster task does.
 The image is any image with labkit installed: the repository's Dockerfile builds one.
 
-``tfjob_manifests`` (``labkit export --tfjob``) writes the same job for the Kubeflow Training
+``tfjob_manifests`` (``labkit export --tfjob``) writes the same cluster for the Kubeflow Training
 Operator instead: one TFJob, whose operator makes the Pods and Services and sets every TF_CONFIG
 itself (``operator_tf_config`` shows what it sets), beside the claims and the NetworkPolicy.
 ``check_tfjob`` checks a TFJob offline with the operator's Python SDK models and the Kubernetes schemas.
@@ -38,7 +38,7 @@ DATA_DIR = "/data"
 # Every worker mounts the data volume: the chief writes the shards once, each worker reads its own.
 DEFAULT_CHIEF_COMMAND = f"python -m labkit.deploy.coordinator --checkpoint-dir {CHECKPOINT_DIR} --data-dir {DATA_DIR}"
 TASK_MEMORY = "1Gi"  # room for one task process (docs/measurements.md lists the tasks' measured peaks)
-# Claim -> where it is mounted, and per job the claims it mounts (True: read-only).
+# Claim -> where it is mounted, and per task type the claims it mounts (True: read-only).
 MOUNT_PATHS = {"checkpoints": CHECKPOINT_DIR, "data": DATA_DIR}
 MOUNTS = {"chief": {"checkpoints": False, "data": False}, "ps": {"checkpoints": False},
           "worker": {"data": True}, "evaluator": {"checkpoints": True}}
@@ -49,8 +49,8 @@ _NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
 
 def service_name(name, task):
     """The DNS name of a task's headless Service, e.g. ``pslab-worker-1`` for "worker:1"."""
-    job, index = tfconfig.parse_task(task)
-    return f"{name}-{job}-{index}"
+    task_type, index = tfconfig.parse_task(task)
+    return f"{name}-{task_type}-{index}"
 
 
 def kubernetes_cluster(cluster, name=DEFAULT_NAME):
@@ -58,8 +58,8 @@ def kubernetes_cluster(cluster, name=DEFAULT_NAME):
     check_name(name)
     renamed = {}
     for entry in tfconfig.host_plan(cluster):  # checks the description; ps, workers, chief, in index order
-        job, _ = tfconfig.parse_task(entry["task"])
-        renamed.setdefault(job, []).append(f"{service_name(name, entry['task'])}:{entry['port']}")
+        task_type, _ = tfconfig.parse_task(entry["task"])
+        renamed.setdefault(task_type, []).append(f"{service_name(name, entry['task'])}:{entry['port']}")
     return renamed
 
 
@@ -101,32 +101,32 @@ def _labels(name, task=None):
     return labels | ({"pslab/task": task.replace(":", "-")} if task else {})
 
 
-def _container(container_name, job, image, command, port, port_name, tf_config=None):
+def _container(container_name, task_type, image, command, port, port_name, tf_config=None):
     env = [{"name": "TF_CONFIG", "value": tf_config}] if tf_config else []
     env += [{"name": key, "value": value} for key, value in TASK_ENV.items()]
     container = {"name": container_name, "image": image, "command": list(command), "env": env,
                  "ports": [{"name": port_name, "containerPort": port, "protocol": "TCP"}],
                  "resources": {"requests": {"memory": TASK_MEMORY}}}
-    if MOUNTS[job]:
+    if MOUNTS[task_type]:
         container["volumeMounts"] = [{"name": claim, "mountPath": MOUNT_PATHS[claim]} | (
-            {"readOnly": True} if read_only else {}) for claim, read_only in MOUNTS[job].items()]
+            {"readOnly": True} if read_only else {}) for claim, read_only in MOUNTS[task_type].items()]
     return container
 
 
-def _pod_spec(name, job, container, restart_policy=None):
+def _pod_spec(name, task_type, container, restart_policy=None):
     spec = {"restartPolicy": restart_policy} if restart_policy else {}
     spec |= {"securityContext": {"runAsUser": RUN_AS_USER, "runAsGroup": RUN_AS_USER, "fsGroup": RUN_AS_USER},
              "containers": [container]}
-    if MOUNTS[job]:
+    if MOUNTS[task_type]:
         spec["volumes"] = [{"name": claim, "persistentVolumeClaim": {"claimName": f"{name}-{claim}"}}
-                           for claim in MOUNTS[job]]
+                           for claim in MOUNTS[task_type]]
     return spec
 
 
 def _task_spec(name, entry, image, command, restart_policy):
-    job = entry["task"].split(":")[0]
-    container = _container(job, job, image, command, entry["port"], "tf", entry["tf_config"])
-    return _pod_spec(name, job, container, restart_policy)
+    task_type = entry["task"].split(":")[0]
+    container = _container(task_type, task_type, image, command, entry["port"], "tf", entry["tf_config"])
+    return _pod_spec(name, task_type, container, restart_policy)
 
 
 def _task_pod(name, entry, image):
@@ -187,7 +187,7 @@ TFJOB_HEADER = """\
 #   kubectl apply -f {file}      submit it: the operator makes the Pods and Services
 #   kubectl get tfjob {name} -w       watch its state (Created, Running, Succeeded or Failed)
 #   kubectl logs -f {name}-chief-0    follow the training
-#   kubectl delete tfjob {name}       delete the job and its Pods, keep the claims (checkpoints, data)
+#   kubectl delete tfjob {name}       delete the TFJob and its Pods, keep the claims (checkpoints, data)
 #   kubectl delete -f {file}     delete everything, the claims and their checkpoints too
 # When the chief finishes, the operator deletes the ps and worker Pods (cleanPodPolicy: Running).
 """ + SECURITY_AND_STORAGE
@@ -236,7 +236,7 @@ CLEAN_POD_POLICIES = ("All", "Running", "None")
 # coordinator, as TensorFlow's ParameterServerStrategy prescribes). A lost worker needs no
 # restart of anyone else: the coordinator re-runs its closures on the others and takes it back.
 RESTART_POLICY = {"chief": "OnFailure", "ps": "OnFailure", "worker": "OnFailure", "evaluator": "OnFailure"}
-# Container restarts in the whole job before the operator marks it Failed: a ps failure costs
+# Container restarts in the whole TFJob before the operator marks it Failed: a ps failure costs
 # one for the ps and one or more for the chief (again if it starts before the ps serves).
 BACKOFF_LIMIT = 6
 SERVER_COMMAND = ["python", "-m", processes.SERVER_MODULE]
@@ -252,21 +252,22 @@ def tfjob_manifests(cluster, image, name=DEFAULT_NAME, chief_command=DEFAULT_CHI
                     checkpoint_size="1Gi", data_size="1Gi") -> list[dict]:
     """The claims, one TFJob running ``cluster``'s tasks with ``image``, and the NetworkPolicy, as dicts.
 
-    Of the cluster description only the number of tasks per job is kept: the operator names each
+    Of the cluster description only the number of tasks per task type is kept: the operator names each
     task's Service and sets every TF_CONFIG itself (``operator_tf_config``). ``evaluator`` adds an
     Evaluator replica running ``labkit.deploy.evaluator`` on the checkpoints.
     """
     _check_image_and_chief(cluster, image)
     check_name(name)
     tfconfig.for_every_task(cluster)  # the same checks as every export
-    replicas = {job: len(cluster[job]) for job in ("chief", "ps", "worker")} | ({"evaluator": 1} if evaluator else {})
+    replicas = {task_type: len(cluster[task_type]) for task_type in ("chief", "ps", "worker")}
+    replicas |= {"evaluator": 1} if evaluator else {}
     commands = {"chief": ["sh", "-c", chief_command], "ps": SERVER_COMMAND, "worker": SERVER_COMMAND,
                 "evaluator": ["sh", "-c", EVALUATOR_COMMAND]}
-    specs = {REPLICA_TYPES[job]: {
-        "replicas": count, "restartPolicy": RESTART_POLICY[job],
-        "template": {"metadata": {"labels": _labels(name)}, "spec": _pod_spec(name, job, _container(
-            TFJOB_CONTAINER, job, image, commands[job], TFJOB_PORT, TFJOB_PORT_NAME))}}
-        for job, count in replicas.items()}
+    specs = {REPLICA_TYPES[task_type]: {
+        "replicas": count, "restartPolicy": RESTART_POLICY[task_type],
+        "template": {"metadata": {"labels": _labels(name)}, "spec": _pod_spec(name, task_type, _container(
+            TFJOB_CONTAINER, task_type, image, commands[task_type], TFJOB_PORT, TFJOB_PORT_NAME))}}
+        for task_type, count in replicas.items()}
     tfjob = {"apiVersion": TFJOB_API_VERSION, "kind": "TFJob", "metadata": {"name": name, "labels": _labels(name)},
              "spec": {"runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": BACKOFF_LIMIT},
                       "tfReplicaSpecs": specs}}
@@ -277,7 +278,7 @@ def tfjob_manifests(cluster, image, name=DEFAULT_NAME, chief_command=DEFAULT_CHI
 def operator_tf_config(tfjob, task_type, index, namespace="default") -> dict:
     """The TF_CONFIG the Training Operator sets for task ``task_type:index`` of ``tfjob``, by its rule.
 
-    Every replica type but the Evaluator is a job of the cluster, its name lower-cased; task ``i``'s
+    Every replica type but the Evaluator is a task type of the cluster, its name lower-cased; task ``i``'s
     address is its headless Service, ``<tfjob>-<type>-<i>.<namespace>.svc:<port>``; and it adds
     ``"environment": "cloud"``.
     """
@@ -285,11 +286,12 @@ def operator_tf_config(tfjob, task_type, index, namespace="default") -> dict:
     cluster = {}
     for replica_type, spec in tfjob["spec"]["tfReplicaSpecs"].items():
         if replica_type != "Evaluator":
-            job = replica_type.lower()
+            replica_task_type = replica_type.lower()
             port = next((port["containerPort"] for container in spec["template"]["spec"]["containers"]
                          if container["name"] == TFJOB_CONTAINER for port in container.get("ports", [])
                          if port.get("name") == TFJOB_PORT_NAME), TFJOB_PORT)
-            cluster[job] = [f"{name}-{job}-{i}.{namespace}.svc:{port}" for i in range(spec.get("replicas", 1))]
+            cluster[replica_task_type] = [f"{name}-{replica_task_type}-{i}.{namespace}.svc:{port}"
+                                          for i in range(spec.get("replicas", 1))]
     return {"cluster": cluster, "task": {"type": task_type, "index": index}, "environment": "cloud"}
 
 

@@ -217,9 +217,9 @@ def stop_coordinator(coordinator, timeout=30.0):
 
 
 def _addresses(server_def):
-    return {address for job in server_def.cluster.job for address in job.tasks.values()}
+    return {address for job_def in server_def.cluster.job for address in job_def.tasks.values()}
 
 
 def _own_address(server_def):
-    [job] = [job for job in server_def.cluster.job if job.name == server_def.job_name]
-    return job.tasks[server_def.task_index]
+    [job_def] = [job_def for job_def in server_def.cluster.job if job_def.name == server_def.job_name]
+    return job_def.tasks[server_def.task_index]

@@ -14,7 +14,8 @@ import time
 
 import labkit
 from labkit.runtime import processes, tfconfig
-from labkit.cluster import LocalCluster, pick_port, running_clusters, stop_recorded
+from labkit.cluster import LocalCluster, pick_port
+from labkit.registry import running_clusters, stop_recorded
 from labkit import bench
 from labkit.deploy import export, kubernetes
 from labkit.tools import exercises
@@ -300,9 +301,9 @@ def add_bench(commands):
     bench_parser.add_argument("--out", default=time.strftime("runs/bench/%Y%m%d-%H%M%S"), metavar="DIR",
                               help="directory for results.csv, results.json, sweep.png (default: runs/bench/<time>)")
     bench_parser.add_argument("--report", action="store_true",
-                              help="run the sweep through notebook 08 with papermill; the executed notebook "
+                              help="measure the points through notebook 08 with papermill; the executed notebook "
                                    "goes to --out (make bench-report)")
-    bench_parser.set_defaults(benchmark="sweep")
+    bench_parser.set_defaults(benchmark="points")
     benchmarks = bench_parser.add_subparsers(dest="benchmark", metavar="startup | link")
     startup_help = "time a cluster's start-to-ready against a bare `import tensorflow`, alternately in one run"
     startup = add_command(benchmarks, "startup", cmd_bench, "labkit bench startup --repeats 5 --out runs/bench",

@@ -20,7 +20,8 @@ import psutil
 import labkit
 from labkit import traffic
 from labkit.runtime import isolation, processes
-from labkit.cluster import LocalCluster, pick_port, running_clusters
+from labkit.cluster import LocalCluster, pick_port
+from labkit.registry import running_clusters
 
 PASS, WARN, FAIL, NOTE = "PASS", "WARN", "FAIL", "NOTE"
 PYTHONS = ((3, 11), (3, 13))  # pyproject.toml's requires-python
