@@ -245,10 +245,10 @@ def test_explorer_predicts_as_a_control_moves_measures_a_point_and_its_kernel_le
     import json
 
     from support import task_processes
-    from test_cost_model import sweep_rows
+    from test_cost_model import bench_rows
 
     root, url_of = lab
-    (root / "rows.json").write_text(json.dumps(sweep_rows()))
+    (root / "rows.json").write_text(json.dumps(bench_rows()))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in EXPLORER_CELLS])
     notebook.metadata["kernelspec"] = {"name": "pslab", "display_name": "PS Lab (TensorFlow 2.21)", "language": "python"}
     nbformat.write(notebook, root / "explorer.ipynb")

@@ -135,7 +135,7 @@ def test_every_custom_row_is_predicted_and_calibration_rows_are_reproduced():
 
 
 def test_the_usable_cores_are_the_most_kept_busy_without_a_second_worker():
-    rows = sweep_rows()  # one process alone kept 1.9 cores busy; the one-worker points 0.8
+    rows = bench_rows()  # one process alone kept 1.9 cores busy; the one-worker points 0.8
     assert usable_cores(rows, "mlp", 64, cores=2) == pytest.approx(1.9)
     assert usable_cores(rows, "mlp", 64, cores=1) == 1, "never more than the machine's cores"
     busy_one_worker = [dict(r, cpu_workers=2.5) if r["workers"] == 1 and r["steps_per_closure"] == 1 else r for r in rows]

@@ -5,12 +5,12 @@ import pytest
 from labkit.explorer import CostModelExplorer, Shape
 from labkit.runtime import processes
 from support import task_processes
-from test_cost_model import sweep_rows
+from test_cost_model import bench_rows
 
 
 @pytest.fixture
 def explorer():
-    made = CostModelExplorer(sweep_rows(), cores=2, max_measured_workers=3)
+    made = CostModelExplorer(bench_rows(), cores=2, max_measured_workers=3)
     yield made
     made.close()
 
@@ -31,7 +31,7 @@ def test_what_was_not_measured_is_said_to_be_assumed(explorer):
     assert size.startswith("A model ×4 the size of mlp was not measured")
     assert "outside those measured (1–10)" in packing and link.startswith("Links of 1 Gbit/s: only the rate counts")
     assert explorer.assumptions(Shape(2, 3, 10, 64)) == [], "the rows measured 2 PS: what another PS costs is known"
-    one_ps = CostModelExplorer([r for r in sweep_rows() if r["ps"] != 2], cores=2)
+    one_ps = CostModelExplorer([r for r in bench_rows() if r["ps"] != 2], cores=2)
     assert one_ps.assumptions(Shape(2, 2, 10, 64))[0].startswith("The sweep measured 1 PS only")
 
 
@@ -55,7 +55,7 @@ def test_the_saved_copy_figure_has_a_curve_per_packing_and_the_sweeps_points(exp
 
 def test_rows_without_a_sweep_say_what_to_give():
     with pytest.raises(ValueError, match="no custom-loop row"):
-        CostModelExplorer([r for r in sweep_rows() if r["loop"] != "custom"])
+        CostModelExplorer([r for r in bench_rows() if r["loop"] != "custom"])
 
 
 @pytest.mark.cluster
