@@ -138,12 +138,16 @@ def test_same_payload_check_rejects_runs_with_different_warm_up():
         checks.same_payload([result("naive", 0.85, 1), result("dgc with a longer warm-up", 0.91, 1.2)])
 
 
-def test_dgc_check_needs_a_win_outside_the_spread_at_the_same_payload():
+def test_dgc_check_needs_a_mean_gain_beyond_two_standard_errors_at_the_same_payload():
     naive = [result("naive", a, 1, seed) for seed, a in enumerate((0.83, 0.86, 0.81))]
     checks.dgc_beats_naive([result("dgc", a, 1, seed) for seed, a in enumerate((0.91, 0.90, 0.92))], naive)
-    overlapping = [result("dgc", a, 1, seed) for seed, a in enumerate((0.91, 0.85, 0.92))]  # higher mean, one seed below
-    with pytest.raises(AssertionError, match="DGC's worst seed should beat naive's best"):
-        checks.dgc_beats_naive(overlapping, naive)
+    # one seed below naive's best, the means 6 points apart, two standard errors 5.3: still a gain
+    checks.dgc_beats_naive([result("dgc", a, 1, seed) for seed, a in enumerate((0.91, 0.85, 0.92))], naive)
+    noisy = [result("dgc", a, 1, seed) for seed, a in enumerate((0.91, 0.80, 0.92))]  # 4.3 points, 2 SE 8.2
+    with pytest.raises(AssertionError, match="DGC's mean should beat naive's by more than two standard errors"):
+        checks.dgc_beats_naive(noisy, naive)
+    with pytest.raises(AssertionError, match="2 or more seeds each"):
+        checks.dgc_beats_naive(noisy[:1], naive[:1])
     larger_payload = [result("dgc", a, 1.2, seed) for seed, a in enumerate((0.91, 0.90, 0.92))]
     with pytest.raises(AssertionError, match="different payloads per step"):
         checks.dgc_beats_naive(larger_payload, naive)
