@@ -158,8 +158,13 @@ def free_unreachable_functions_before_reconnecting():
     or job) are freed only when the collector runs, and each then messages the tasks it ran on.
     Freed while ``update_server_def`` rebuilds the connection, they crashed the process (a
     segfault a stress run found after worker restarts); freed now, the tasks still answer.
+    The collector runs in a thread of its own: an error a finalizer raises (a dead task's executor)
+    then holds that thread's frames, not the caller's (a cluster's ``strategy``), so whatever keeps such
+    errors (pytest records them until the test ends) does not keep the caller's objects alive.
     """
-    gc.collect()
+    collector = threading.Thread(target=gc.collect, name="labkit-collect-before-reconnecting")
+    collector.start()
+    collector.join()
 
 
 def before_connecting(timeout=30.0):
