@@ -1,5 +1,5 @@
 """labkit.bench: statistics, the sweep plan, bad input through the CLI, and the files of a tiny real sweep:
-the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read with `-m reads`).
+the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read just after it).
 
 No test asserts a speed: timings are measurements (labkit bench prints ratios), not tests.
 """
@@ -101,7 +101,7 @@ def tiny_sweep():
 
 
 @pytest.mark.notebook
-@pytest.mark.reads
+@pytest.mark.reads(NOTEBOOK_08)
 def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
     out, settings = tiny_sweep
     with open(out / "results.csv") as file:
@@ -126,7 +126,7 @@ def test_tiny_sweep_writes_well_formed_csv_and_json(tiny_sweep):
 
 
 @pytest.mark.notebook
-@pytest.mark.reads
+@pytest.mark.reads(NOTEBOOK_08)
 def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep):
     out, _ = tiny_sweep
     document = json.loads((out / "results.json").read_text())
@@ -144,7 +144,7 @@ def test_tiny_sweep_describes_the_machine_and_measures_cpu_and_bytes(tiny_sweep)
 
 
 @pytest.mark.notebook
-@pytest.mark.reads
+@pytest.mark.reads(NOTEBOOK_08)
 def test_tiny_sweep_plots_a_png(tiny_sweep):
     out, _ = tiny_sweep
     png = (out / "sweep.png").read_bytes()
