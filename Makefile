@@ -63,15 +63,11 @@ lab: install ## install if needed, copy the notebooks into work/ (once), cache f
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-# Two pytest workers, one test file at a time each, the longest first (tests/conftest.py's order; xdist
-# would otherwise start the files with the most tests first); then the tests that read the notebooks'
-# executed copies, one test at a time each (loadgroup: an ungrouped test is a unit of its own), so that
-# the browser's two long ones run side by side. That call collects only the files that hold readers
-# (none imports TensorFlow); tests/conftest.py fails a run whose readers sit elsewhere.
-READERS := $(shell grep -ls "mark.reads" tests/test_*.py)
+# One pytest call on two workers. Each worker runs its share of the test files, the longest first, from
+# their seconds in the last `make measurements` (tests/conftest.py; pyproject's --dist each); a smoke
+# notebook's cells and the tests that read its executed copy (pytest.mark.reads) run in one process.
 test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
-	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -m "not reads"
-	$(PY) -m pytest -n 2 --dist loadgroup -m reads $(READERS)
+	$(PY) -m pytest -n 2
 
 test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
 	$(PY) -m pytest -m unit -n 2

@@ -19,7 +19,8 @@ end, duration and load average are logged in runs/measurements/log.json; the pag
 gives the total, so the page says how long a full run takes.
 MNIST is full MNIST where it is cached, else the full-size timing stand-in (times and memory
 hold; accuracies mean nothing). From the recorded files it writes docs/measurements.md,
-labkit/tools/notebook_peaks.json (what `labkit doctor --workshop` compares with free memory), the
+labkit/tools/notebook_peaks.json (what `labkit doctor --workshop` compares with free memory),
+tests/group_seconds.json (how `make test` splits its test files between its workers), the
 "*Runs in ...*" sentence of each notebook's first cell, and each time note ("*Next cell: ...*", the
 last line of the markdown cell before a long code cell) from that cell's measured time.
 """
@@ -33,7 +34,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import nbformat
@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # tier_times: the tiers and the files i
 OUT = ROOT / "runs" / "measurements"
 PAGE = ROOT / "docs" / "measurements.md"
 PEAKS = ROOT / "labkit" / "tools" / "notebook_peaks.json"
+GROUP_SECONDS = ROOT / "tests" / "group_seconds.json"  # how tests/conftest.py splits `make test` between its workers
 LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 
 
@@ -72,8 +73,7 @@ DAY_SETTINGS = [("full-size", None, "Full-size MNIST", 5),
 # The MNIST source of the tests item: none set, as in CI (the tests pick theirs).
 AS_CI = "as-ci"
 # The pytest calls of `make test-fast` and `make test`, by the file tests/tier_times.py writes for each.
-TEST_CALLS = [("unit", "`make test-fast`"), ("not-reads", "`make test`, first call"),
-              ("reads", "`make test`, second call: the readers")]
+TEST_CALLS = [("unit", "`make test-fast`"), ("all", "`make test`")]
 
 
 def items():
@@ -444,20 +444,9 @@ def load_of(log, name):
 
 
 def test_calls():
-    """{call: what tests/tier_times.py recorded} for make test-fast's and make test's calls, plus "make test":
-    make test's two calls added up. None if one is missing."""
+    """{call: what tests/tier_times.py recorded} for make test-fast's and make test's call; None if one is missing."""
     calls = {call: read_json(OUT / "tests" / f"{call}.json") for call, _ in TEST_CALLS}
-    if not all(calls.values()):
-        return None
-    both = [calls["not-reads"], calls["reads"]]
-    tiers = {}
-    for call in both:
-        for tier, times in call["tiers"].items():
-            total = tiers.setdefault(tier, {"seconds": 0.0, "tests": Counter()})
-            total["seconds"] += times["seconds"]
-            total["tests"] += Counter(times["tests"])  # tests by outcome, as each call records them
-    calls["make test"] = {"wall_seconds": sum(call["wall_seconds"] for call in both), "tiers": tiers}
-    return calls
+    return calls if all(calls.values()) else None
 
 
 def tier_cell(times):
@@ -477,11 +466,12 @@ def tests_section(log):
               "seconds added up over the pytest-xdist workers, so with 2 workers a call's tiers add up to about",
               "twice its wall time.", "",
               "| pytest call | wall time | " + " | ".join(TIERS) + " |", "|---|---|" + "---|" * len(TIERS)]
-    for name, title in [*TEST_CALLS, ("make test", "`make test` in all")]:
+    for name, title in TEST_CALLS:
         call = calls[name]
         cells = [tier_cell(call["tiers"][tier]) if tier in call["tiers"] else "" for tier in TIERS]
-        workers = "1 process" if call.get("workers") == 1 else f"{call.get('workers')} workers"
-        how = f" (`-m {call['marker_expression']}`, {workers})" if "workers" in call else ""
+        workers = "1 process" if call["workers"] == 1 else f"{call['workers']} workers"
+        selected = "every tier" if call["marker_expression"] == "all" else f"`-m {call['marker_expression']}`"
+        how = f" ({selected}, {workers})"
         lines.append(f"| {title}{how} | {minutes(call['wall_seconds'])} | " + " | ".join(cells) + " |")
     return lines + [""]
 
@@ -808,14 +798,28 @@ def write_test_times():
         return False
     text = README.read_text()
     new = TEST_TIMES_LINE.sub(test_times_line(calls), text)
-    tiers = calls["make test"]["tiers"]
+    tiers = calls["all"]["tiers"]
     new = TIER_ROW.sub(lambda row: f"{row.group(1)} {minutes(tiers.get(row.group(2), {'seconds': 0})['seconds'])} |", new)
     README.write_text(new)
     return new != text
 
 
+def write_group_seconds():
+    """tests/group_seconds.json: each group's test seconds in `make test`'s call, how tests/conftest.py splits
+    the groups between the workers. False if the call is not recorded."""
+    calls = test_calls()
+    if not calls:
+        return False
+    GROUP_SECONDS.write_text(json.dumps({
+        "about": "Each group's test seconds (setup, call and teardown) in `make test`: tests/conftest.py gives "
+                 "each worker its share, longest first. Written by `make measurements` (scripts/measurements.py) "
+                 "from what tests/tier_times.py recorded: never edit.",
+        "seconds": calls["all"]["groups"]}, indent=1) + "\n")
+    return True
+
+
 def test_times_line(calls):
-    return (f"*`make test` takes {minutes(calls['make test']['wall_seconds'])}; `make test-fast` "
+    return (f"*`make test` takes {minutes(calls['all']['wall_seconds'])}; `make test-fast` "
             f"{minutes(calls['unit']['wall_seconds'])}.*")
 
 
@@ -931,6 +935,7 @@ def main(argv=None):
     PAGE.write_text(page(log, startup))
     PEAKS.write_text(json.dumps(peaks_table(log), indent=1) + "\n")
     changed = write_first_lines() + (["README.md's test times"] if write_test_times() else [])
+    changed += [GROUP_SECONDS.name] if write_group_seconds() else []
     noted = write_time_notes()
     print(f"wrote {PAGE.relative_to(ROOT)}, {PEAKS.relative_to(ROOT)}, the first line of "
           f"{', '.join(changed) or 'no notebook (all agreed)'} and the time notes of {', '.join(noted) or 'none'}")

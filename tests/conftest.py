@@ -1,6 +1,9 @@
-"""Shared test fixtures. Every test must leave no labkit task process behind (see support.py)."""
+"""Shared test fixtures, each test's tier and xdist group, and the order of the groups. Every test must
+leave no labkit task process behind (see support.py)."""
+import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -13,25 +16,14 @@ STATE_DIR = os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-tes
 ARRAY_DIR = os.environ["LABKIT_ARRAY_DIR"] = os.path.join(STATE_DIR, "arrays")
 
 import pytest  # noqa: E402
-from _pytest.mark.expression import Expression  # noqa: E402  (what -m uses)
 
 import labkit  # noqa: E402, F401  (selects Keras 2 before any test imports TensorFlow)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import like_macos  # noqa: E402
 import executed_notebooks  # noqa: E402
-from executed_notebooks import pytest_runtest_teardown  # noqa: E402, F401  (saves what nbval ran to runs/smoke/)
-from smoke_notebooks import SMOKE_DIR, prepare as prepare_smoke_notebooks  # noqa: E402
+from smoke_notebooks import SMOKE_DIR, SMOKE_PARAMETERS, prepare as prepare_smoke_notebooks  # noqa: E402
 from support import no_orphan_task_processes  # noqa: E402, F401  (an autouse fixture for every module)
 import tier_times  # noqa: E402
-
-# The slowest test files (test-seconds in `make test`, from a fresh-clone run), started first, so that
-# the two workers end together (`make test` keeps this order: --no-loadscope-reorder).
-LONGEST_FIRST = ["test_exercises.py", "07_fault_tolerance.ipynb", "test_grade.py", "06_stale_gradients.ipynb",
-                 "05_gradient_compression.ipynb", "03_custom_training_loop.ipynb", "02_strategy_and_mnist.ipynb",
-                 "10_ps_vs_allreduce.ipynb", "test_cli.py", "04_mini_transformer_lm.ipynb",
-                 "08_performance_analysis.ipynb", "test_allreduce.py", "09_laptop_to_cluster.ipynb",
-                 "test_bootstrap.py", "test_train.py", "test_browser.py", "test_sweep.py", "test_cluster.py",
-                 "test_multihost.py"]
 
 # The smoke notebooks and the exercise solutions run as on macOS: `ss` hidden from PATH and PSS hidden
 # (scripts/like_macos.py), each once. These four keep `ss`, for checks of the bytes on the sockets
@@ -67,12 +59,6 @@ def pytest_runtest_setup(item):
 TIERS_BEYOND_UNIT = tier_times.TIERS[1:]
 
 
-def selects_tier(config, tier):
-    """Whether ``-m`` (if given) can select a test marked only ``tier``."""
-    expression = config.option.markexpr
-    return not expression or Expression.compile(expression).evaluate(lambda name, **_: name == tier)
-
-
 def collects(config, directory):
     """Whether this pytest call's paths (its arguments, else testpaths) reach into ``directory``."""
     arguments = config.args or config.getini("testpaths")
@@ -84,22 +70,27 @@ def collects(config, directory):
 
 
 def pytest_configure(config):
-    """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them, but only
-    when this call collects them (``pytest tests/test_data.py`` or ``-m unit`` does not).
+    """Write the smoke copies of the notebooks into tests/smoke/, where nbval collects them, when this call's
+    paths reach them (``pytest tests/test_data.py`` writes none; ``-m unit`` writes them and deselects them).
 
     Under pytest-xdist only the controlling process writes them, before its workers collect.
     """
     tier_times.register(config)
-    config.runs_smoke_notebooks = collects(config, SMOKE_DIR) and selects_tier(config, "notebook")
-    if config.runs_smoke_notebooks and "PYTEST_XDIST_WORKER" not in os.environ:
+    config.pluginmanager.register(executed_notebooks, "executed_notebooks")
+    if collects(config, SMOKE_DIR) and "PYTEST_XDIST_WORKER" not in os.environ:
         prepare_smoke_notebooks()
 
 
-def pytest_ignore_collect(collection_path, config):
-    """Leave stale smoke copies alone when this call did not write fresh ones."""
-    if collection_path == SMOKE_DIR and not config.runs_smoke_notebooks:
-        return True
-    return None
+def group(item):
+    """The tests that run in one process, one after the other: a test file's, or a smoke notebook's cells
+    and the tests marked ``reads(NOTEBOOK)`` (they read the executed copy that process saved)."""
+    reads = list(item.iter_markers("reads"))
+    if not reads:
+        return item.path.name
+    if len(reads) > 1 or len(reads[0].args) != 1 or reads[0].args[0] not in SMOKE_PARAMETERS:
+        raise pytest.UsageError(f"{item.nodeid}: a test reads one smoke notebook, named as reads('NAME.ipynb'), one "
+                                f"of {', '.join(sorted(SMOKE_PARAMETERS))}; split a test that reads more")
+    return reads[0].args[0]
 
 
 def pytest_itemcollected(item):
@@ -108,24 +99,40 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.notebook)
     elif not any(item.get_closest_marker(tier) for tier in TIERS_BEYOND_UNIT):
         item.add_marker(pytest.mark.unit)
+    item.user_properties.append(("group", group(item)))  # tests/tier_times.py adds up each group's seconds
 
 
+# Each group's test seconds in the last `make measurements` (tests/tier_times.py records them under
+# `make test`; scripts/measurements.py writes the file). A group not measured yet counts as the median.
+GROUP_SECONDS = json.loads((Path(__file__).parent / "group_seconds.json").read_text())["seconds"]
+
+
+def seconds(name):
+    return GROUP_SECONDS[name] if name in GROUP_SECONDS else statistics.median(GROUP_SECONDS.values() or [1.0])
+
+
+def shares(groups, workers):
+    """``groups`` split between ``workers``, so that they end together: each group, longest first, to the
+    worker with the fewest seconds so far."""
+    loads = [(0.0, worker, []) for worker in range(workers)]
+    for name in groups:
+        load, worker, names = min(loads)
+        loads[worker] = (load + seconds(name), worker, names + [name])
+    return [names for _, _, names in loads]
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k deselected
 def pytest_collection_modifyitems(config, items):
-    """The longest files first, the tests that read executed notebooks last. `make test` runs those
-    readers in a second pytest call (-m reads), after every notebook ran: under pytest-xdist a reader
-    would otherwise wait for a notebook still queued on the other worker."""
-    def order(item):
-        name = item.path.name
-        return (item.get_closest_marker("reads") is not None,
-                LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST))
-
-    items.sort(key=order)  # stable: a file's tests keep their order
-    # `make test`'s second call collects only the files that write the marker out (the Makefile's READERS).
-    reader_files = {item.path for item in items if item.get_closest_marker("reads")}
-    unfound = sorted(path.name for path in reader_files if "mark.reads" not in path.read_text())
-    if unfound:
-        raise pytest.UsageError(f"{', '.join(unfound)}: write `pytest.mark.reads` out in a reader's file; "
-                                "the Makefile's second call collects only the files that say it")
+    """Order the tests: the groups longest first; in a notebook's group its cells first, then the tests that
+    read its executed copy. Under pytest-xdist (pyproject's --dist each: every worker collects every test)
+    each worker keeps its share of the groups, so that a group runs whole in one process."""
+    items.sort(key=lambda item: (-seconds(group(item)), group(item), item.path.name != group(item)))
+    worker = getattr(config, "workerinput", None)
+    if worker:
+        groups = list(dict.fromkeys(group(item) for item in items))
+        mine = set(shares(groups, worker["workercount"])[int(worker["workerid"].removeprefix("gw"))])
+        config.hook.pytest_deselected(items=[item for item in items if group(item) not in mine])
+        items[:] = [item for item in items if group(item) in mine]
     executed_notebooks.SCHEDULED.update(item.path.name for item in items if item.path.parent == SMOKE_DIR)
 
 

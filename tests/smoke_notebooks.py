@@ -5,7 +5,7 @@
 defaults train for longer; `make test-defaults` runs those). Each notebook asserts its own outcomes, so a smoke copy still checks
 accuracy, perplexity and recovery, at a smaller scale.
 """
-import shutil
+import os
 from pathlib import Path
 
 import nbformat
@@ -35,15 +35,20 @@ def takes_results_dir(name):
                for cell in notebook.cells)
 
 
-def prepare(destination=SMOKE_DIR):
-    """Write each notebook with its smoke parameters injected (not executed)."""
-    destination.mkdir(exist_ok=True)
-    for stale in destination.glob("*.ipynb"):
+def prepare():
+    """Write each notebook with its smoke parameters injected (not executed).
+
+    Each copy replaces the last in one step (a pytest call collecting them meanwhile reads one or the
+    other, never half a file), so a call may write them while another runs.
+    """
+    SMOKE_DIR.mkdir(exist_ok=True)
+    for stale in set(SMOKE_DIR.glob("*.ipynb")) - {SMOKE_DIR / name for name in SMOKE_PARAMETERS}:
         stale.unlink()
-    shutil.rmtree(RESULTS_DIR, ignore_errors=True)  # a result must come from this run
     for name, parameters in SMOKE_PARAMETERS.items():
         if takes_results_dir(name):
             parameters = parameters | {"results_dir": str(results_dir(name))}
-        papermill.execute_notebook(str(NOTEBOOKS / name), str(destination / name), parameters=parameters,
-                                   prepare_only=True, kernel_name="pslab", progress_bar=False)
-    return sorted(destination.glob("*.ipynb"))
+        notebook = papermill.execute_notebook(str(NOTEBOOKS / name), None, parameters=parameters,
+                                              prepare_only=True, kernel_name="pslab", progress_bar=False)
+        partial = SMOKE_DIR / f".{name}.{os.getpid()}"
+        nbformat.write(notebook, partial)
+        os.replace(partial, SMOKE_DIR / name)

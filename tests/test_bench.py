@@ -1,5 +1,5 @@
 """labkit.bench: statistics, the benchmark points, bad input through the CLI, and the files of a tiny real run:
-the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read with `-m reads`).
+the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read just after it).
 
 No test asserts a speed: timings are measurements (labkit bench prints ratios), not tests.
 """
@@ -101,7 +101,7 @@ def tiny_bench():
 
 
 @pytest.mark.notebook
-@pytest.mark.reads
+@pytest.mark.reads(NOTEBOOK_08)
 def test_tiny_bench_writes_well_formed_csv_and_json(tiny_bench):
     out, settings = tiny_bench
     with open(out / "results.csv") as file:
@@ -126,7 +126,7 @@ def test_tiny_bench_writes_well_formed_csv_and_json(tiny_bench):
 
 
 @pytest.mark.notebook
-@pytest.mark.reads
+@pytest.mark.reads(NOTEBOOK_08)
 def test_tiny_bench_describes_the_machine_and_measures_cpu_and_bytes(tiny_bench):
     out, _ = tiny_bench
     document = json.loads((out / "results.json").read_text())
@@ -144,7 +144,7 @@ def test_tiny_bench_describes_the_machine_and_measures_cpu_and_bytes(tiny_bench)
 
 
 @pytest.mark.notebook
-@pytest.mark.reads
+@pytest.mark.reads(NOTEBOOK_08)
 def test_tiny_bench_plots_a_png(tiny_bench):
     out, _ = tiny_bench
     png = (out / "sweep.png").read_bytes()

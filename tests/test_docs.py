@@ -167,7 +167,7 @@ def test_the_readme_quotes_the_test_times_measurements_md_measured():
     from tier_times import TIERS
 
     page, readme = (ROOT / "docs" / "measurements.md").read_text(), (ROOT / "README.md").read_text()
-    in_all = re.search(r"^\| `make test` in all \| ([^|]+) \|(.*)\|$", page, re.MULTILINE)
+    in_all = re.search(r"^\| `make test` \(every tier[^|]*\| ([^|]+) \|(.*)\|$", page, re.MULTILINE)
     fast = re.search(r"^\| `make test-fast` [^|]*\| ([^|]+) \|", page, re.MULTILINE)
     if not (in_all and fast):
         pytest.skip("docs/measurements.md has no test times yet: run `scripts/measurements.py --only tests`")
@@ -185,16 +185,21 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
     (tmp_path / "tests").mkdir()
+    groups = {"07_fault_tolerance.ipynb": 160.0, "test_data.py": 2.5}
     for call, wall, tiers in [("unit", 50.0, {"unit": [95.0, 548]}),
-                              ("not reads", 600.0, {"unit": [40.0, 548], "cluster": [500.0, 90], "notebook": [620.0, 200]}),
-                              ("reads", 70.0, {"notebook": [20.0, 30], "browser": [45.0, 9]})]:
-        (tmp_path / "tests" / f"{call.replace(' ', '-')}.json").write_text(json.dumps(
-            {"marker_expression": call, "workers": 2, "wall_seconds": wall, "exit_status": 0,
+                              ("all", 670.0, {"unit": [40.0, 548], "cluster": [500.0, 90], "notebook": [640.0, 230],
+                                              "browser": [45.0, 9]})]:
+        (tmp_path / "tests" / f"{call}.json").write_text(json.dumps(
+            {"marker_expression": call, "workers": 2, "wall_seconds": wall, "exit_status": 0, "groups": groups,
              "tiers": {tier: {"seconds": seconds, "tests": {"passed": count}} for tier, (seconds, count) in tiers.items()}}))
     assert measurements.finished("tests", tmp_path / "tests")
     lines = measurements.tests_section({})
-    assert "| `make test` in all | 11.2 min | 548 tests, 40 s | 90 tests, 8.3 min | 230 tests, 10.7 min | 9 tests, 45 s |  |" \
-        in lines
+    assert "| `make test` (every tier, 2 workers) | 11.2 min | 548 tests, 40 s | 90 tests, 8.3 min | 230 tests, " \
+           "10.7 min | 9 tests, 45 s |  |" in lines
+    assert "| `make test-fast` (`-m unit`, 2 workers) | 50 s | 548 tests, 1.6 min |  |  |  |  |" in lines
+    monkeypatch.setattr(measurements, "GROUP_SECONDS", tmp_path / "group_seconds.json")
+    assert measurements.write_group_seconds()
+    assert json.loads((tmp_path / "group_seconds.json").read_text())["seconds"] == groups
     readme = tmp_path / "README.md"
     readme.write_text("*`make test` takes (not measured yet).*\n\n| `cluster` | start processes | |\n")
     monkeypatch.setattr(measurements, "README", readme)

@@ -1,8 +1,8 @@
 """What a learner sees in the executed smoke notebooks: every figure drawn, no unexplained red,
 and the results each run recorded for scripts and `labkit sweep`.
 
-Reads the copies nbval executed earlier in this pytest run (saved to runs/smoke/ by
-executed_notebooks.py); it runs no notebook itself.
+Each test of a notebook reads the copy nbval executed just before, in the same process (saved to
+runs/smoke/ by executed_notebooks.py; the test is marked reads(NOTEBOOK)); it runs no notebook itself.
 """
 import re
 
@@ -13,13 +13,18 @@ from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.tools import results
 from smoke_notebooks import MANIFESTS, NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
 
-pytestmark = [pytest.mark.notebook, pytest.mark.reads]
+pytestmark = pytest.mark.notebook
 
 BARE_FIGURE = re.compile(r"^<Figure size [^>]*>$")
 
 
 def executed(name):
     return nbformat.read(executed_copy(name), as_version=4)
+
+
+def each_reading(names):
+    """Parameters: each of ``names``, its test marked as reading that notebook."""
+    return [pytest.param(name, marks=pytest.mark.reads(name)) for name in sorted(names)]
 
 
 def bare_figures(notebook):
@@ -43,20 +48,20 @@ def stderr_lines(notebook):
             if output.output_type == "stream" and output.name == "stderr" for line in output.text.splitlines()]
 
 
-@pytest.mark.parametrize("name", sorted(SMOKE_PARAMETERS))
+@pytest.mark.parametrize("name", each_reading(SMOKE_PARAMETERS))
 def test_every_figure_is_an_image(name):
     notebook = executed(name)
     assert bare_figures(notebook) == [], f"{name}: figures shown as text, not drawn"
     assert figure_cells_without_image(notebook) == [], f"{name}: cells that draw a figure but show no image"
 
 
-@pytest.mark.parametrize("name", sorted(SMOKE_PARAMETERS))
+@pytest.mark.parametrize("name", each_reading(SMOKE_PARAMETERS))
 def test_no_unexplained_stderr(name):
     lines = MANIFESTS[name].unexplained(stderr_lines(executed(name)))
     assert lines == [], f"{name}: {len(lines)} unexplained stderr lines:\n" + "\n".join(lines[:20])
 
 
-@pytest.mark.parametrize("name", sorted(MANIFESTS))
+@pytest.mark.parametrize("name", each_reading(MANIFESTS))
 def test_every_notebook_records_its_key_results(name):
     executed_copy(name)  # its smoke run has finished
     recorded = results.load(results_dir(name))

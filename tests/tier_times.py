@@ -1,10 +1,11 @@
-"""How long each test tier took in a pytest call, for docs/measurements.md.
+"""How long each test tier and each xdist group took in a pytest call, for docs/measurements.md
+and tests/group_seconds.json.
 
 With LABKIT_TEST_TIMES_DIR set, a pytest call sums each test's setup, call and teardown seconds by
-tier and writes them, with the call's wall time, to <that directory>/<marker expression>.json
-(``make test`` makes two calls, ``make test-fast`` one). `scripts/measurements.py --only tests`
-runs those targets with it set and turns the files into the page's table. Under pytest-xdist the
-controlling process writes the file: the workers' reports reach it.
+tier and by group (tests/conftest.py) and writes them, with the call's wall time, to
+<that directory>/<marker expression, or "all">.json. `scripts/measurements.py --only tests` runs
+``make test-fast`` and ``make test`` with it set and turns the files into the page's table and the
+groups' order. Under pytest-xdist the controlling process writes the file: the workers' reports reach it.
 """
 import json
 import os
@@ -20,11 +21,13 @@ TIERS = ("unit", "cluster", "notebook", "browser", "root")
 class TierTimes:
     def __init__(self):
         self.began = time.monotonic()
-        self.seconds, self.tests = {}, {}
+        self.seconds, self.tests, self.groups = {}, {}, {}
 
     def pytest_runtest_logreport(self, report):
         tier = next((tier for tier in TIERS if tier in report.keywords), "unit")
         self.seconds[tier] = self.seconds.get(tier, 0.0) + report.duration
+        group = dict(report.user_properties)["group"]
+        self.groups[group] = self.groups.get(group, 0.0) + report.duration
         if report.when == "call" or (report.when == "setup" and report.skipped):
             self.tests.setdefault(tier, {}).setdefault(report.outcome, 0)
             self.tests[tier][report.outcome] += 1
@@ -40,6 +43,7 @@ class TierTimes:
             "exit_status": int(session.exitstatus),
             "tiers": {tier: {"seconds": round(self.seconds[tier], 1), "tests": self.tests.get(tier, {})}
                       for tier in TIERS if tier in self.seconds},
+            "groups": {group: round(seconds, 1) for group, seconds in sorted(self.groups.items())},
         }
         name = re.sub(r"[^a-z0-9]+", "-", expression.lower()).strip("-")
         (directory / f"{name}.json").write_text(json.dumps(document, indent=1) + "\n")
