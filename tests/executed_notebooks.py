@@ -2,7 +2,7 @@
 the executed copy, outputs included, saved to runs/smoke/ (a pytest plugin: tests/conftest.py registers it).
 
 A test that reads an executed copy is marked ``pytest.mark.reads(NOTEBOOK)``: tests/conftest.py puts it
-in the notebook's xdist group, after the notebook's cells, so it runs in the same process just after the
+in the notebook's group, after the notebook's cells, so it runs in the same process just after the
 notebook ran, and ``executed_copy`` hands it the copy this process saved.
 
 nbval has no option to save what it executed. This reads what its own nbdime reporter reads, attributes
@@ -63,6 +63,6 @@ def executed_copy(name):
         return EXECUTED_DIR / name
     if name in SCHEDULED:
         pytest.fail(f"{name} runs in this pytest call, but not before this test in this process: mark the test "
-                    f"pytest.mark.reads({name!r}) and keep pyproject.toml's --dist loadgroup")
+                    f"pytest.mark.reads({name!r}) and keep pyproject.toml's --dist each (tests/conftest.py groups them)")
     pytest.skip(f"{name} was not executed in this pytest call: run its smoke copy in the same "
                 f"pytest call, e.g. pytest tests/smoke/{name} <this test file>")
