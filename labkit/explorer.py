@@ -71,15 +71,14 @@ class CostModelExplorer:
         if not custom:
             raise ValueError("no custom-loop row in these rows: give the rows of a sweep (bench.measure_points), "
                              "with one worker at two numbers of steps per closure.")
-        self.model = custom[0]["model"]
-        self.calibration_batch = next(r for r in calibration(rows, self.model, custom[0]["batch_size"]) if r)["batch_size"]
+        self.model, self.calibration_batch = custom[0]["model"], custom[0]["batch_size"]
         self._fitted_on = {id(r) for r in calibration(rows, self.model, self.calibration_batch) if r}
         batches = sorted({r["batch_size"] for r in rows if r["loop"] == "single-process" and r["model"] == self.model})
         self.costs = {batch: costs_for(rows, self.model, batch, self.calibration_batch) for batch in batches}
         self.cores = usable_cores(rows, self.model, self.calibration_batch, cores or os.cpu_count())
-        self.measured_ps = sorted({r["ps"] for r in custom if r["model"] == self.model})
-        self.measured_k = sorted({r["steps_per_closure"] for r in custom if r["model"] == self.model})
         self.sweep = [r for r in custom if r["model"] == self.model]
+        self.measured_ps = sorted({r["ps"] for r in self.sweep})
+        self.measured_k = sorted({r["steps_per_closure"] for r in self.sweep})
         self.max_workers, self.max_measured_workers = max_workers, max_measured_workers
         self.repeats, self.min_steps, self.predictor = repeats, min_steps, predictor
         self.measurements = []  # one dict per point measured here: its shape, measured and predicted samples/s
