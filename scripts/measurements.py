@@ -806,14 +806,14 @@ def write_test_times():
 
 
 def write_group_seconds():
-    """tests/group_seconds.json: each group's test seconds in `make test`'s call, how tests/conftest.py splits
+    """tests/group_seconds.json: each group's test seconds by tier in `make test`'s call, how tests/conftest.py splits
     the groups between the workers. False if the call is not recorded."""
     calls = test_calls()
     if not calls:
         return False
     GROUP_SECONDS.write_text(json.dumps({
-        "about": "Each group's test seconds (setup, call and teardown) in `make test`: tests/conftest.py gives "
-                 "each worker its share, longest first. Written by `make measurements` (scripts/measurements.py) "
+        "about": "Each group's test seconds (setup, call and teardown) by tier in `make test`: tests/conftest.py "
+                 "gives each worker its share, longest first. Written by `make measurements` (scripts/measurements.py) "
                  "from what tests/tier_times.py recorded: never edit.",
         "seconds": calls["all"]["groups"]}, indent=1) + "\n")
     return True

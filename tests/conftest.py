@@ -102,35 +102,43 @@ def pytest_itemcollected(item):
     item.user_properties.append(("group", group(item)))  # tests/tier_times.py adds up each group's seconds
 
 
-# Each group's test seconds in the last `make measurements` (tests/tier_times.py records them under
-# `make test`; scripts/measurements.py writes the file). A group not measured yet counts as the median.
+# Each group's test seconds by tier in the last `make measurements` (tests/tier_times.py records them under
+# `make test`; scripts/measurements.py writes the file). A group not measured yet counts as the median group.
 GROUP_SECONDS = json.loads((Path(__file__).parent / "group_seconds.json").read_text())["seconds"]
 
 
-def seconds(name):
-    return GROUP_SECONDS[name] if name in GROUP_SECONDS else statistics.median(GROUP_SECONDS.values() or [1.0])
+def seconds(name, tiers):
+    """How long group ``name``'s tests of ``tiers`` took when last measured."""
+    if name not in GROUP_SECONDS:
+        return statistics.median([sum(recorded.values()) for recorded in GROUP_SECONDS.values()] or [1.0])
+    return sum(GROUP_SECONDS[name].get(tier, 0.0) for tier in tiers)
 
 
 def shares(groups, workers):
-    """``groups`` split between ``workers``, so that they end together: each group, longest first, to the
-    worker with the fewest seconds so far."""
+    """``groups`` ({name: seconds}, longest first) split between ``workers``, so that they end together:
+    each group to the worker with the fewest seconds so far."""
     loads = [(0.0, worker, []) for worker in range(workers)]
-    for name in groups:
+    for name, duration in groups.items():
         load, worker, names = min(loads)
-        loads[worker] = (load + seconds(name), worker, names + [name])
+        loads[worker] = (load + duration, worker, names + [name])
     return [names for _, _, names in loads]
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k deselected
 def pytest_collection_modifyitems(config, items):
-    """Order the tests: the groups longest first; in a notebook's group its cells first, then the tests that
-    read its executed copy. Under pytest-xdist (pyproject's --dist each: every worker collects every test)
-    each worker keeps its share of the groups, so that a group runs whole in one process."""
-    items.sort(key=lambda item: (-seconds(group(item)), group(item), item.path.name != group(item)))
+    """Order the tests: the groups longest first (counting the tiers selected: under ``-m unit`` a group's unit
+    tests alone); in a notebook's group its cells first, then the tests that read its executed copy. Under
+    pytest-xdist (pyproject's --dist each: every worker collects every test) each worker keeps its share of
+    the groups, so that a group runs whole in one process."""
+    tiers = {}
+    for item in items:
+        tiers.setdefault(group(item), set()).add(tier_times.tier(item.keywords))
+    durations = {name: seconds(name, its_tiers) for name, its_tiers in tiers.items()}
+    items.sort(key=lambda item: (-durations[group(item)], group(item), item.path.name != group(item)))
     worker = getattr(config, "workerinput", None)
     if worker:
-        groups = list(dict.fromkeys(group(item) for item in items))
-        mine = set(shares(groups, worker["workercount"])[int(worker["workerid"].removeprefix("gw"))])
+        ordered = {name: durations[name] for name in dict.fromkeys(group(item) for item in items)}
+        mine = set(shares(ordered, worker["workercount"])[int(worker["workerid"].removeprefix("gw"))])
         config.hook.pytest_deselected(items=[item for item in items if group(item) not in mine])
         items[:] = [item for item in items if group(item) in mine]
     executed_notebooks.SCHEDULED.update(item.path.name for item in items if item.path.parent == SMOKE_DIR)

@@ -185,7 +185,7 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
     (tmp_path / "tests").mkdir()
-    groups = {"07_fault_tolerance.ipynb": 160.0, "test_data.py": 2.5}
+    groups = {"07_fault_tolerance.ipynb": {"notebook": 160.0}, "test_data.py": {"unit": 2.5}}
     for call, wall, tiers in [("unit", 50.0, {"unit": [95.0, 548]}),
                               ("all", 670.0, {"unit": [40.0, 548], "cluster": [500.0, 90], "notebook": [640.0, 230],
                                               "browser": [45.0, 9]})]:
