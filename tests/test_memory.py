@@ -9,15 +9,31 @@ import pytest
 from labkit.runtime import processes
 from labkit.tools.memory import PeakMemory, task_name
 
-HOLD_300_MB = "import time; block = bytearray(300_000_000); block[::4096] = b'x' * len(block[::4096]); time.sleep(3)"
+# Touches 300 MB, says so, and holds them until its stdin closes.
+HOLD_300_MB = ("import sys; block = bytearray(300_000_000); block[::4096] = b'x' * len(block[::4096]); "
+               "print('holding', flush=True); sys.stdin.read()")
+
+
+def sampled_while_running(*commands, environments=None):
+    """PeakMemory's sample taken while ``commands`` (the arguments of Python programs that print a line once
+    ready, then wait for their stdin to close; each with its environment, if given) all run, then end."""
+    children = [subprocess.Popen([sys.executable, *command], env=environment, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+                for command, environment in zip(commands, environments or [None] * len(commands))]
+    with PeakMemory(interval=60) as sampled:  # the test samples once, when every child is ready
+        try:
+            for child in children:
+                child.stdout.readline()
+            sampled.poll()
+        finally:
+            for child in children:
+                child.stdin.close()
+                child.wait()
+    return sampled
 
 
 def two_children_holding_300_mb():
-    with PeakMemory(interval=0.1) as sampled:
-        children = [subprocess.Popen([sys.executable, "-c", HOLD_300_MB]) for _ in range(2)]
-        for child in children:
-            child.wait()
-    return sampled
+    return sampled_while_running(["-c", HOLD_300_MB], ["-c", HOLD_300_MB])
 
 
 def test_the_peaks_count_every_child_and_its_private_memory():
@@ -58,25 +74,13 @@ def test_with_no_child_running_the_peaks_stay_zero():
     assert sampled.peaks() == {"peak_pss_mb": 0, "peak_rss_mb": 0, "peak_alone_mb": 0, "largest_tasks": ""}
 
 
-# Sampled in a process of its own: PeakMemory samples every child of the process it runs in, and a
-# pytest worker may still hold another test's children.
-ALL_REDUCE_WORKERS_SAMPLED = """
-import json, os, subprocess, sys
-from labkit.tools.memory import PeakMemory
-with PeakMemory(interval=0.1) as sampled:
-    workers = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)", "-m", "labkit.allreduce"],
-                                env=os.environ | {"TF_CONFIG": json.dumps({"task": {"type": "worker", "index": i}})})
-               for i in range(2)]
-    for worker in workers:
-        worker.wait()
-print(json.dumps(sorted(sampled.task_mb)))
-"""
-
-
 def test_each_all_reduce_worker_is_named_by_its_task_not_summed_as_python():
-    # processes with the all-reduce worker's module on their command line and its TF_CONFIG (sleeping, not training)
-    done = subprocess.run([sys.executable, "-c", ALL_REDUCE_WORKERS_SAMPLED], capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout) == ["all-reduce worker:0", "all-reduce worker:1"]
+    # processes with the all-reduce worker's module on their command line and its TF_CONFIG (waiting, not training)
+    wait = ["-c", "import sys; print('ready', flush=True); sys.stdin.read()", "-m", "labkit.allreduce"]
+    sampled = sampled_while_running(wait, wait, environments=[
+        os.environ | {"TF_CONFIG": json.dumps({"task": {"type": "worker", "index": index}})} for index in range(2)])
+    names = set(sampled.task_mb)  # (and any child the pytest worker holds)
+    assert {"all-reduce worker:0", "all-reduce worker:1"} <= names and "python" not in names, names
 
 
 class CommandLine:

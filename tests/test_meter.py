@@ -2,7 +2,6 @@
 import os
 import subprocess
 import sys
-import time
 import types
 
 import pytest
@@ -48,19 +47,41 @@ def test_counters_count_inside_the_intervals_only():
     assert meter.counts == {"pushed": 30}
 
 
-def test_cpu_seconds_are_counted_per_role_over_the_timed_intervals_only():
-    busy, idle = subprocess.Popen([sys.executable, "-c", "while True: pass"]), subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"])
+# Spends 0.1 s of CPU each time it reads a line, then prints the CPU seconds it has used in all.
+BURN_ON_REQUEST = """
+import sys, time
+for line in sys.stdin:
+    began = time.process_time()
+    while time.process_time() - began < 0.1:
+        pass
+    print(time.process_time(), flush=True)
+"""
+
+
+def test_cpu_seconds_are_counted_per_role_over_the_timed_intervals_only(sleeper):
+    busy = subprocess.Popen([sys.executable, "-c", BURN_ON_REQUEST], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+
+    def burn():
+        busy.stdin.write("burn\n")
+        busy.stdin.flush()
+        return float(busy.stdout.readline())
+
     try:
-        time.sleep(0.5)  # the busy process's CPU before the first interval is not counted
-        meter = Meter({"busy": busy.pid, "both": [busy.pid, idle.pid], "idle": [idle.pid]})
-        phase = train.timed_intervals(lambda steps: time.sleep(0.5) or [1.0], 40, 20, description=None, meter=meter,
-                                      evaluate=lambda: time.sleep(0.5) or {}, training_log=Phase(batch_size=10))
+        burn()  # before the first interval: not counted
+        meter = Meter({"busy": busy.pid, "both": [busy.pid, sleeper.pid], "idle": [sleeper.pid]})
+        burned = []
+        phase = train.timed_intervals(lambda steps: burned.append(burn()) or [1.0], 40, 20, description=None,
+                                      meter=meter, evaluate=lambda: {"cpu_seconds_so_far": burn()}, training_log=Phase(batch_size=10))
     finally:
-        busy.kill(), idle.kill(), busy.wait(), idle.wait()
+        busy.stdin.close()
+        busy.wait()
     spent = meter.cpu_seconds
-    assert 0.02 < spent["busy"] <= 1.1 and spent["idle"] < 0.02, spent  # at most 2 x 0.5 s: evaluations not counted
-    assert spent["both"] == pytest.approx(spent["busy"] + spent["idle"], abs=0.05), "a role adds up its processes"
+    # Two intervals of one burst each; the evaluations' bursts after them are not counted. (The kernel counts
+    # CPU time in ticks of 10 ms.)
+    assert len(burned) == 2 and spent["busy"] == pytest.approx(0.2, abs=0.04), spent
+    assert spent["idle"] == pytest.approx(0.0, abs=0.02), spent
+    assert spent["both"] == pytest.approx(spent["busy"] + spent["idle"]), "a role adds up its processes"
     phase.cpu_seconds = meter.cpu_seconds
     per_sample = phase.cpu_seconds_per_sample  # 2 intervals x 20 steps x 10 samples
     assert per_sample["busy"] == pytest.approx(spent["busy"] / 400)

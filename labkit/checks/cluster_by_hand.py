@@ -68,7 +68,7 @@ def servers_serving(processes, configs, timeout=60.0):
         return True
 
     wait_until(every_server_serves, timeout, "every server to serve", interval=0.1, error=lambda _: AssertionError(
-        f"{waiting[0]} is not reachable on port {ports[waiting[0]]} after {timeout:.0f} s: "
+        f"{waiting[0]} is not reachable on port {ports[waiting[0]]} after {timeout:g} s: "
         "did its server start with its own TF_CONFIG?"))
 
 
