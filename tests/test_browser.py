@@ -9,13 +9,11 @@ Screenshots go to runs/browser-test/.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
-import time
-from pathlib import Path
-
-import shutil
 from contextlib import contextmanager
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -23,6 +21,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.cluster import pick_port
+from labkit.runtime import processes
 from labkit.tools import workfolder
 from support import is_running
 
@@ -126,15 +125,13 @@ def failure_screenshot(screenshot):
 
 def wait_for_token(log_path, port, server, timeout=180.0):
     """The token Jupyter generated, read from the URL it logs once it serves."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=(\w+)", log_path.read_text())
-        if found:
-            return found.group(1)
+    def token():
         if server.poll() is not None:
-            break
-        time.sleep(0.2)
-    raise AssertionError(f"JupyterLab did not start; its log:\n{log_path.read_text()}")
+            raise AssertionError(f"JupyterLab exited with code {server.returncode}; its log:\n{log_path.read_text()}")
+        return re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=(\w+)", log_path.read_text())
+
+    return processes.wait_until(token, timeout, "JupyterLab to serve", error=lambda message: AssertionError(
+        f"{message}; its log:\n{log_path.read_text()}")).group(1)
 
 
 def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, browser_page):
@@ -278,19 +275,13 @@ def test_explorer_predicts_as_a_control_moves_measures_a_point_and_its_kernel_le
         screenshot("explorer-2-measured")
 
         explorer.locator(".labkit-explorer-measure").click()  # again, and shut the kernel down while it runs
-        deadline = time.monotonic() + 120
-        while len(task_processes()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert task_processes(), "the second measurement started no cluster"
+        processes.wait_until(lambda: len(task_processes()) >= 2, 120, "the second measurement to start its cluster")
         page.get_by_role("menuitem", name="Kernel", exact=True).click()
         page.get_by_role("menuitem", name="Shut Down Kernel", exact=True).click()
         confirm = page.get_by_role("button", name="Shut Down", exact=True)
         if confirm.count():
             confirm.click()
-        deadline = time.monotonic() + 30
-        while task_processes() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert task_processes() == [], "the measurement's tasks outlived the kernel"
+        processes.wait_until(lambda: not task_processes(), 30, "the measurement's tasks to end with the kernel")
 
 
 # One relative link of each kind in notebook 05 as the learner opens it from work/notebooks/.

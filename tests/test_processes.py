@@ -154,10 +154,12 @@ def test_stop_others_returns_a_process_it_may_not_signal_as_still_running():
 
 EXITING_OWNER = textwrap.dedent("""
     import atexit, sys
+    registered, register = [], atexit.register
+    atexit.register = lambda function, *args, **kwargs: registered.append(function) or register(function, *args, **kwargs)
     from labkit.runtime import processes
-    hooks = atexit._ncallbacks()
+    hooks = len(registered)
     started = [processes.start_command([sys.executable, "-c", "import time; time.sleep(60)"]) for _ in range(3)]
-    print(" ".join(str(p.pid) for p in started), atexit._ncallbacks() - hooks, flush=True)
+    print(" ".join(str(p.pid) for p in started), len(registered) - hooks, flush=True)
 """)
 
 
