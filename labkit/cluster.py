@@ -243,13 +243,11 @@ class LocalCluster:
             rpc_layer="grpc")
 
     def strategy(self, **kwargs):
-        """A ParameterServerStrategy connected to this cluster (kwargs go to the strategy).
+        """A ParameterServerStrategy connected to this cluster (kwargs go to the strategy; ``tfruntime.connect``).
 
         This process then listens at the chief's address: raises ``PortInUseError`` if
         another program took that port since the cluster started.
         """
-        import tensorflow as tf
-
         if not self.running:
             raise ClusterStartError("this cluster is not running: call cluster.start(), or use "
                                     "`with LocalCluster(...) as cluster:`, before making its strategy.")
@@ -263,8 +261,7 @@ class LocalCluster:
             raise ClusterStartError(f"{', '.join(dead)} is dead, and a strategy cannot connect to a cluster with a "
                                     f"dead task (TensorFlow would wait forever): restart it first, "
                                     f"cluster.restart({dead[0]!r}).")
-        tfruntime.before_connecting()
-        return tf.distribute.ParameterServerStrategy(self.resolver(), **kwargs)
+        return tfruntime.connect(self.resolver(), **kwargs)
 
     # ----- watching -----------------------------------------------------------
     def status(self):
