@@ -26,14 +26,9 @@ from labkit.runtime import children, isolation, processes, tfconfig, tfruntime
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
-MAX_TASKS_VARIABLE = "LABKIT_MAX_TASKS"  # if set, a cluster may have at most this many task processes
 
 class ClusterStartError(RuntimeError):
     """A task process died or never became reachable while the cluster started."""
-
-
-class TaskLimitError(ValueError):
-    """The cluster asked for more task processes than ``LABKIT_MAX_TASKS`` allows."""
 
 
 class PortInUseError(ClusterStartError):
@@ -104,12 +99,7 @@ class LocalCluster:
         if not isinstance(num_ps, int) or num_ps < 1:
             raise ValueError(f"num_ps must be a whole number >= 1, got {num_ps!r}: "
                              "a PS cluster needs at least one parameter server to hold variables.")
-        limit = os.environ.get(MAX_TASKS_VARIABLE)
-        if limit and num_workers + num_ps > int(limit):
-            raise TaskLimitError(f"{num_workers} workers and {num_ps} parameter servers make {num_workers + num_ps} "
-                                 f"task processes, but at most {limit} are allowed here ({MAX_TASKS_VARIABLE}={limit}, "
-                                 "which labkit grade sets so that one notebook cannot take the machine): "
-                                 "ask for fewer.")
+        children.check_task_limit(num_workers + num_ps, f"{num_workers} workers and {num_ps} parameter servers")
         self.num_workers, self.num_ps, self.chief, self.name = num_workers, num_ps, chief, name
         self.ready_timeout, self.keep_logs = ready_timeout, keep_logs
         self._own_log_dir = log_dir is None
