@@ -270,7 +270,7 @@ class LocalCluster:
                 f"logs in {self.log_dir}"]
         for row in self.status():
             state = f"alive {row['uptime_seconds']:.0f}s" if row["alive"] else "dead"
-            rows.append(f"  {row['task']:<9} {row['address']:<16} pid {row['pid']!s:<7} {state}")
+            rows.append(task_line(row["task"], row["address"], row["pid"], state))
         return "\n".join(rows)
 
     def _repr_html_(self):
@@ -313,6 +313,11 @@ class LocalCluster:
                          "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]})
 
 
+def task_line(task, address, pid, state):
+    """One task as a line of a text table: ``LocalCluster``'s repr and ``labkit status`` show these."""
+    return f"  {task:<9} {address:<16} pid {pid!s:<7} {state}"
+
+
 @functools.cache
 def _say_once_if_exposed():
     """One line, once per kernel, when its tasks are not in a private network namespace (scripts print
@@ -323,4 +328,4 @@ def _say_once_if_exposed():
               f"you trust, or the firewall steps in {isolation.FIREWALL_STEPS}.")
 
 
-__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port"]
+__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "task_line"]
