@@ -256,19 +256,21 @@ def run_all_reduce(*setups, program=None, timeout=600.0, log_dir=None):
     bytes from every worker), "held_bytes", "weights_digest" and "rss_bytes" per worker, and the
     workers' "pids". Whatever happens (an error, Ctrl-C), the processes are gone when it returns or
     raises. The workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a
-    clean run).
+    clean run). More workers than ``LABKIT_MAX_TASKS`` allows are refused (``children.check_task_limit``).
     """
     program = program or all_reduce_worker
-    num_workers = {setup.num_workers for setup in setups}
-    if len(num_workers) != 1:
-        raise ValueError(f"the setups ask for different numbers of workers ({sorted(num_workers)}); "
+    sizes = {setup.num_workers for setup in setups}
+    if len(sizes) != 1:
+        raise ValueError(f"the setups ask for different numbers of workers ({sorted(sizes)}); "
                          "one run has one set of workers: run them separately.")
+    [num_workers] = sizes
+    children.check_task_limit(num_workers, f"{num_workers} all-reduce workers")
     own_log_dir = log_dir is None
     log_dir = Path(log_dir or tempfile.mkdtemp(prefix="labkit-allreduce-"))
     log_dir.mkdir(parents=True, exist_ok=True)
     program_path = log_dir / "program.py"
     program_path.write_text(textwrap.dedent(inspect.getsource(program)))
-    cluster = {"worker": [f"{HOST}:{pick_port()}" for _ in range(num_workers.pop())]}
+    cluster = {"worker": [f"{HOST}:{pick_port()}" for _ in range(num_workers)]}
     setup_arguments = [argument for setup in setups for argument in ("--setup", json.dumps(asdict(setup)))]
     workers = []
     try:

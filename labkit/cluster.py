@@ -26,14 +26,9 @@ from labkit.runtime import children, isolation, processes, tfconfig, tfruntime
 
 HOST = "localhost"
 PORT_ATTEMPTS = 3
-MAX_TASKS_VARIABLE = "LABKIT_MAX_TASKS"  # if set, a cluster may have at most this many task processes
 
 class ClusterStartError(RuntimeError):
     """A task process died or never became reachable while the cluster started."""
-
-
-class TaskLimitError(ValueError):
-    """The cluster asked for more task processes than ``LABKIT_MAX_TASKS`` allows."""
 
 
 class PortInUseError(ClusterStartError):
@@ -104,12 +99,7 @@ class LocalCluster:
         if not isinstance(num_ps, int) or num_ps < 1:
             raise ValueError(f"num_ps must be a whole number >= 1, got {num_ps!r}: "
                              "a PS cluster needs at least one parameter server to hold variables.")
-        limit = os.environ.get(MAX_TASKS_VARIABLE)
-        if limit and num_workers + num_ps > int(limit):
-            raise TaskLimitError(f"{num_workers} workers and {num_ps} parameter servers make {num_workers + num_ps} "
-                                 f"task processes, but at most {limit} are allowed here ({MAX_TASKS_VARIABLE}={limit}, "
-                                 "which labkit grade sets so that one notebook cannot take the machine): "
-                                 "ask for fewer.")
+        children.check_task_limit(num_workers + num_ps, f"{num_workers} workers and {num_ps} parameter servers")
         self.num_workers, self.num_ps, self.chief, self.name = num_workers, num_ps, chief, name
         self.ready_timeout, self.keep_logs = ready_timeout, keep_logs
         self._own_log_dir = log_dir is None
@@ -243,13 +233,11 @@ class LocalCluster:
             rpc_layer="grpc")
 
     def strategy(self, **kwargs):
-        """A ParameterServerStrategy connected to this cluster (kwargs go to the strategy).
+        """A ParameterServerStrategy connected to this cluster (kwargs go to the strategy; ``tfruntime.connect``).
 
         This process then listens at the chief's address: raises ``PortInUseError`` if
         another program took that port since the cluster started.
         """
-        import tensorflow as tf
-
         if not self.running:
             raise ClusterStartError("this cluster is not running: call cluster.start(), or use "
                                     "`with LocalCluster(...) as cluster:`, before making its strategy.")
@@ -263,8 +251,7 @@ class LocalCluster:
             raise ClusterStartError(f"{', '.join(dead)} is dead, and a strategy cannot connect to a cluster with a "
                                     f"dead task (TensorFlow would wait forever): restart it first, "
                                     f"cluster.restart({dead[0]!r}).")
-        tfruntime.before_connecting()
-        return tf.distribute.ParameterServerStrategy(self.resolver(), **kwargs)
+        return tfruntime.connect(self.resolver(), **kwargs)
 
     # ----- watching -----------------------------------------------------------
     def status(self):
@@ -283,7 +270,7 @@ class LocalCluster:
                 f"logs in {self.log_dir}"]
         for row in self.status():
             state = f"alive {row['uptime_seconds']:.0f}s" if row["alive"] else "dead"
-            rows.append(f"  {row['task']:<9} {row['address']:<16} pid {row['pid']!s:<7} {state}")
+            rows.append(task_line(row["task"], row["address"], row["pid"], state))
         return "\n".join(rows)
 
     def _repr_html_(self):
@@ -326,6 +313,11 @@ class LocalCluster:
                          "tasks": [{"task": t.name, "address": t.address, "pid": t.pid} for t in self.tasks]})
 
 
+def task_line(task, address, pid, state):
+    """One task as a line of a text table: ``LocalCluster``'s repr and ``labkit status`` show these."""
+    return f"  {task:<9} {address:<16} pid {pid!s:<7} {state}"
+
+
 @functools.cache
 def _say_once_if_exposed():
     """One line, once per kernel, when its tasks are not in a private network namespace (scripts print
@@ -336,4 +328,4 @@ def _say_once_if_exposed():
               f"you trust, or the firewall steps in {isolation.FIREWALL_STEPS}.")
 
 
-__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port"]
+__all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "task_line"]

@@ -67,7 +67,7 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
     ``dataset_fn``: where the workers' batches come from; by default
     ``labkit.pipelines.mnist_dataset_fn(data, batch_size)`` (each worker reads the arrays from files).
     """
-    strategy = connect(resolver)
+    strategy = tfruntime.connect(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
         model = models.mnist_mlp(learning_rate=learning_rate)
@@ -80,30 +80,6 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
     return TrainingJob(strategy, coordinator, model, optimizer, train_steps,
                        train.per_worker_iterator(coordinator, dataset_fn or train.mnist_dataset_fn(data, batch_size)),
                        steps_per_closure, num_workers, closures_by_worker)
-
-
-def connect(resolver, timeout=60.0):
-    """A ParameterServerStrategy on ``resolver``'s cluster, once every worker and PS accepts connections.
-
-    TensorFlow's strategy waits forever while any task of its cluster is down, so a process that
-    connects to a cluster with a dead worker or PS hangs. This waits at most ``timeout`` seconds,
-    then raises a TimeoutError that names the tasks that do not answer.
-    """
-    spec = resolver.cluster_spec()
-    addresses = {f"{task_type}:{index}": spec.task_address(task_type, index)
-                 for task_type in ("worker", "ps") if task_type in spec.jobs for index in spec.task_indices(task_type)}
-
-    def silent():
-        return [name for name, address in addresses.items()
-                if not processes.accepts_connections(int(address.rpartition(":")[2]), host=address.rpartition(":")[0])]
-
-    processes.wait_until(lambda: not silent(), timeout, "every worker and parameter server to accept connections",
-                         interval=0.2, error=lambda message: TimeoutError(
-                             f"{message}: {', '.join(silent())} did not answer. A strategy cannot connect to a "
-                             "cluster with a dead task (TensorFlow would wait forever): restart it "
-                             "(LocalCluster.restart(task), or the cluster manager's way), then build the job again."))
-    tfruntime.before_connecting()  # an earlier job's coordinator may still be reconnecting a restarted worker
-    return tf.distribute.ParameterServerStrategy(resolver)
 
 
 @dataclass(kw_only=True)

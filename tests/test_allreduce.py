@@ -6,6 +6,7 @@ Both strategies side by side, both models, are notebook 10's smoke copy.
 import pytest
 
 from labkit import allreduce, models
+from labkit.runtime import children
 from support import processes_running
 
 
@@ -19,6 +20,13 @@ from support import processes_running
 def test_a_bad_setup_says_what_to_change(settings, message):
     with pytest.raises(ValueError, match=message):
         allreduce.Setup(**settings)
+
+
+def test_more_workers_than_the_graders_task_limit_are_refused_before_any_process_starts(tmp_path, monkeypatch):
+    monkeypatch.setenv(children.MAX_TASKS_VARIABLE, "4")
+    with pytest.raises(children.TaskLimitError, match="16 all-reduce workers make 16 task processes, but at most 4"):
+        allreduce.run_all_reduce(allreduce.Setup(num_workers=16, batches_per_interval=160), log_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == [], "no worker program written, no worker started"
 
 
 def test_a_setup_takes_its_models_learning_rate_unless_given_one():

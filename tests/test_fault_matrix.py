@@ -12,6 +12,7 @@ from nbclient.util import run_sync
 
 import labkit
 from labkit import recovery
+from labkit.runtime import tfruntime
 from labkit.data import load_mnist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
@@ -55,7 +56,7 @@ def test_connecting_to_a_cluster_with_a_dead_task_is_a_clear_error_not_a_hang():
         with pytest.raises(labkit.ClusterStartError, match=r"worker:1 is dead.*cluster.restart\('worker:1'\)"):
             cluster.strategy()
         with pytest.raises(TimeoutError, match="worker:1 did not answer.*restart it"):
-            recovery.connect(cluster.resolver(), timeout=0.5)
+            tfruntime.connect(cluster.resolver(), timeout=0.5)
 
 
 KILLS_IN_A_KERNEL = """

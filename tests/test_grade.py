@@ -15,10 +15,10 @@ import nbformat
 import psutil
 import pytest
 
-from labkit.runtime import isolation
+from labkit.runtime import children, isolation
 from labkit.tools import cli, grade, gradescope
 from support import is_running
-from labkit.cluster import LocalCluster, MAX_TASKS_VARIABLE, TaskLimitError
+from labkit.cluster import LocalCluster
 from test_exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
 
 pytestmark = pytest.mark.notebook
@@ -249,9 +249,19 @@ def test_the_grader_runs_its_own_check_cells_and_parameters_and_sees_what_is_bla
 
 
 def test_a_cluster_over_the_task_limit_is_refused_before_any_process_starts(monkeypatch):
-    monkeypatch.setenv(MAX_TASKS_VARIABLE, "4")
-    with pytest.raises(TaskLimitError, match="16 workers and 1 parameter servers make 17 task processes, but at most 4"):
+    monkeypatch.setenv(children.MAX_TASKS_VARIABLE, "4")
+    with pytest.raises(children.TaskLimitError, match="16 workers and 1 parameter servers make 17 task processes, but at most 4"):
         LocalCluster(num_workers=16, num_ps=1, name="too-big")
+
+
+@pytest.mark.parametrize("limit, message", [("4", None), ("", None), ("four", "LABKIT_MAX_TASKS must be a whole number")])
+def test_the_task_limit_lets_a_cluster_within_it_start_and_names_a_bad_limit(monkeypatch, limit, message):
+    monkeypatch.setenv(children.MAX_TASKS_VARIABLE, limit)
+    if message:
+        with pytest.raises(ValueError, match=message):
+            children.check_task_limit(2, "1 worker and 1 parameter server")
+    else:
+        assert children.check_task_limit(4, "3 workers and 1 parameter server") is None
 
 
 def unpacked_autograder(tmp_path, *names):

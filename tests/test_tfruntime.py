@@ -1,7 +1,11 @@
-"""labkit.runtime.tfruntime.messages_to: what TensorFlow prints during injected failures goes to a file, counted."""
+"""labkit.runtime.tfruntime: what TensorFlow prints during injected failures goes to a file, counted (messages_to);
+a strategy is not built on a cluster whose tasks do not answer (connect)."""
 import logging
 import os
 import sys
+
+import portpicker
+import pytest
 
 from labkit.runtime import tfruntime
 
@@ -31,3 +35,12 @@ def test_a_second_block_counts_only_its_own_lines_and_nothing_printed_says_so(tm
         pass
     assert quiet.lines == [] and quiet.summary() == "TensorFlow printed nothing."
     assert log_path.read_text() == "first block\n"
+
+
+def test_connecting_to_a_cluster_whose_task_does_not_answer_names_it_instead_of_hanging():
+    tf = pytest.importorskip("tensorflow")
+    nobody = portpicker.pick_unused_port()  # nothing listens there
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec({"worker": [f"localhost:{nobody}"], "ps": [f"localhost:{nobody}"]}))
+    with pytest.raises(TimeoutError, match=r"worker:0, ps:0 did not answer.*restart it"):
+        tfruntime.connect(resolver, timeout=0.3)

@@ -25,7 +25,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from labkit import models, recovery
-from labkit.runtime import loglines
+from labkit.runtime import loglines, tfruntime
 from labkit.runtime.children import exit_with_parent_if_started_by_one
 from labkit.data import load_mnist
 from labkit.pipelines import files_dataset_fn, mnist_dataset_fn, shared_shards
@@ -81,7 +81,7 @@ def main(argv=None):
         accuracy = report.final_accuracy if report.accuracy else float("nan")
         print(loglines.finished_line(report.final_step, accuracy), flush=True)
     else:
-        strategy = recovery.connect(resolver)
+        strategy = tfruntime.connect(resolver)
         with strategy.scope():
             model = models.mnist_mlp()
         fit_callbacks = [tf.keras.callbacks.BackupAndRestore(args.checkpoint_dir), EpochLog()]

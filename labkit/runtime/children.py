@@ -4,7 +4,7 @@ The parent keeps the write end of each child's stdin pipe and never writes to it
 However the parent ends (exit, exception, Ctrl-C, SIGKILL, a killed kernel), the
 operating system closes that pipe; the child, blocked reading stdin in a thread,
 sees end-of-file and exits at once. (``labkit.runtime.processes`` stops them, waits for
-them and reads their logs.)
+them and reads their logs.) Whatever starts task processes checks ``check_task_limit`` first.
 """
 import json
 import os
@@ -17,6 +17,8 @@ from labkit.runtime import processes
 # Set by start(): only a child whose stdin is that pipe may treat end-of-file as "parent gone".
 # Run by hand (stdin a terminal, or /dev/null under nohup), a labkit program must not exit.
 STARTED_BY_PARENT = "LABKIT_EXIT_WITH_PARENT"
+# If set, one cluster (a LocalCluster, an all-reduce run) may have at most this many task processes.
+MAX_TASKS_VARIABLE = "LABKIT_MAX_TASKS"
 
 
 def start(module, *arguments, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT):
@@ -70,3 +72,25 @@ def exit_when_parent_exits():
     while os.read(0, 4096):
         pass
     os._exit(0)
+
+
+class TaskLimitError(ValueError):
+    """A cluster asked for more task processes than ``LABKIT_MAX_TASKS`` allows."""
+
+
+def check_task_limit(count, asked):
+    """Raise a TaskLimitError if ``count`` task processes are more than ``LABKIT_MAX_TASKS`` allows.
+
+    ``asked`` says what asked for them, e.g. "16 workers and 1 parameter servers". Every launcher of a
+    cluster's task processes calls this before it starts any.
+    """
+    limit = os.environ.get(MAX_TASKS_VARIABLE)
+    if not limit:
+        return
+    if not limit.isdigit():
+        raise ValueError(f"{MAX_TASKS_VARIABLE} must be a whole number of task processes, got {limit!r}.")
+    if count > int(limit):
+        raise TaskLimitError(f"{asked} make {count} task processes, but at most {limit} are allowed here "
+                             f"({MAX_TASKS_VARIABLE}={limit}, which labkit grade sets so that one notebook cannot "
+                             "take the machine): ask for fewer.")
+

@@ -1,4 +1,5 @@
-"""Keep TensorFlow's C++ runtime from printing noise a learner did not ask for.
+"""Keep TensorFlow's C++ runtime from printing noise a learner did not ask for, and connect this
+process to a cluster (``connect``) and away from it (``disconnect``) without hanging or crashing.
 
 Two sources of red lines in a notebook, both written by C++ straight to the
 process's stderr (ipykernel forwards that file descriptor into the notebook):
@@ -21,6 +22,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from labkit.runtime import processes
 
 STARTUP_LOG = Path.home() / ".cache" / "labkit" / "tensorflow-startup.log"
 DISCONNECT_LOG = STARTUP_LOG.with_name("tensorflow-disconnect.log")
@@ -167,11 +170,34 @@ def free_unreachable_functions_before_reconnecting():
     collector.join()
 
 
-def before_connecting(timeout=30.0):
-    """Call right before a new strategy connects this process to a cluster (every way the kit builds
-    one does): stop the earlier coordinators, then free unreachable functions."""
-    stop_earlier_coordinators(timeout)
+def connect(resolver, timeout=60.0, **options):
+    """A ParameterServerStrategy on ``resolver``'s cluster (``options`` go to the strategy), once every
+    worker and PS accepts connections: how ``LocalCluster.strategy()`` and the recovery driver's jobs connect.
+
+    TensorFlow's strategy waits forever while any task of its cluster is down, so a process that
+    connects to a cluster with a dead worker or PS hangs. This waits at most ``timeout`` seconds,
+    then raises a TimeoutError that names the tasks that do not answer. Before connecting it stops
+    this process's earlier coordinators (``stop_earlier_coordinators``: one may still be reconnecting
+    a restarted worker) and frees unreachable functions.
+    """
+    import tensorflow as tf
+
+    spec = resolver.cluster_spec()
+    addresses = {f"{task_type}:{index}": spec.task_address(task_type, index)
+                 for task_type in ("worker", "ps") if task_type in spec.jobs for index in spec.task_indices(task_type)}
+
+    def silent():
+        return [name for name, address in addresses.items()
+                if not processes.accepts_connections(int(address.rpartition(":")[2]), host=address.rpartition(":")[0])]
+
+    processes.wait_until(lambda: not silent(), timeout, "every worker and parameter server to accept connections",
+                         interval=0.2, error=lambda message: TimeoutError(
+                             f"{message}: {', '.join(silent())} did not answer. A strategy cannot connect to a "
+                             "cluster with a dead task (TensorFlow would wait forever): restart it "
+                             "(LocalCluster.restart(task), or the cluster manager's way), then build the job again."))
+    stop_earlier_coordinators()
     free_unreachable_functions_before_reconnecting()
+    return tf.distribute.ParameterServerStrategy(resolver, **options)
 
 
 def stop_earlier_coordinators(timeout=30.0):

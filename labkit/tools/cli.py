@@ -14,7 +14,7 @@ import time
 
 import labkit
 from labkit.runtime import processes, tfconfig
-from labkit.cluster import LocalCluster, pick_port
+from labkit.cluster import LocalCluster, pick_port, task_line
 from labkit.registry import running_clusters, stop_recorded
 from labkit import bench
 from labkit.deploy import export, kubernetes
@@ -137,8 +137,7 @@ def cmd_status(args):
                       "kernel only, not from this terminal or any other machine" if state.get("network") == "isolated"
                       else "its ports are reachable from this terminal and from other machines on the network"))
         for task in state["tasks"]:
-            print(f"  {task['task']:<9} {task['address']:<16} pid {task['pid']:<7} "
-                  f"{'alive' if task['alive'] else 'dead'}")
+            print(task_line(task["task"], task["address"], task["pid"], "alive" if task["alive"] else "dead"))
 
 
 def add_status(commands):

@@ -40,8 +40,8 @@ whose parent exits. After the run (or at its ``--timeout``, when the worker is k
 with that marker, and every one the worker adopted, is killed, kernel and TensorFlow tasks included;
 a run that left processes behind says so in its row, and one that cannot be killed is reported,
 never stopping the others. ``LABKIT_MAX_TASKS`` (``--max-tasks``) caps the task processes of any
-LocalCluster a notebook starts: a notebook asking for 16 workers gets a ``TaskLimitError`` and the
-status ``refused``.
+cluster a notebook starts (a LocalCluster, an all-reduce run: ``children.check_task_limit``): a notebook
+asking for 16 workers gets a ``TaskLimitError`` and the status ``refused``.
 
 Statuses: ``ok`` (it ran; checks may still fail), ``timeout``, ``kernel died`` (the checks it had not
 reached fail), ``refused`` (not an exercise, or over the task limit), ``leaked processes`` (it ran, but
@@ -64,7 +64,6 @@ import psutil
 import yaml
 from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
-from labkit.cluster import MAX_TASKS_VARIABLE
 from labkit.data import KERAS_CACHE
 from labkit.runtime import children, processes
 from labkit.tools import exercises, gradebook, submissions
@@ -409,7 +408,7 @@ def submission_environment(folder, token, settings, kernel_path):
     home.mkdir(exist_ok=True)
     return dict(kept, HOME=str(home), TMPDIR=str(folder / "tmp"), JUPYTER_PATH=kernel_path, LABKIT_OFFLINE="1",
                 LABKIT_STATE_DIR=str(folder / "state"), LABKIT_ARRAY_DIR=str(folder / "arrays"),
-                **{MAX_TASKS_VARIABLE: str(settings.max_tasks), RUN_MARKER: token})
+                **{children.MAX_TASKS_VARIABLE: str(settings.max_tasks), RUN_MARKER: token})
 
 
 def _run_in_worker(folder, exercise, skipped, settings, kernel_path):
