@@ -162,7 +162,7 @@ def test_a_measurement_times_with_the_meter_it_is_given():
     point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
     row = bench.measure_single_process(point, bench.Data(["mlp"]), 2, 5, 0.5, meter=RecordedMeter)
     assert len(made) == 1 and len(made[0].seconds) == row["intervals"] == 2
-    assert row["cpu_machine"] >= row["cpu_coordinator"] * 0.9, "every program's CPU, this process's included"
+    assert set(made[0].counts) == {"machine"} and row["cpu_machine"] is not None, "every program's CPU, counted"
 
 
 def test_a_baseline_measured_again_keeps_each_measurement_and_pools_its_intervals():

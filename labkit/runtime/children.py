@@ -93,4 +93,3 @@ def check_task_limit(count, asked):
         raise TaskLimitError(f"{asked} make {count} task processes, but at most {limit} are allowed here "
                              f"({MAX_TASKS_VARIABLE}={limit}, which labkit grade sets so that one notebook cannot "
                              "take the machine): ask for fewer.")
-
