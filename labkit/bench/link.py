@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from labkit.deploy import export, netns
-from labkit.runtime import processes
+from labkit.runtime import processes, tfruntime
 from labkit.bench.files import machine
 from labkit.bench.costmodel import measure_costs, predict, relative_error, usable_cores
 from labkit.bench.points import Point
@@ -39,7 +39,7 @@ def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out
     from labkit.bench.workloads import Data, workload
     from labkit.meter import Meter
 
-    strategy = tf.distribute.ParameterServerStrategy(tf.distribute.cluster_resolver.TFConfigClusterResolver())
+    strategy = tfruntime.connect(tf.distribute.cluster_resolver.TFConfigClusterResolver())
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
         work = workload(MODEL, Data([MODEL]), batch_size, steps_per_closure)

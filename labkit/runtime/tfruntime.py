@@ -172,7 +172,7 @@ def free_unreachable_functions_before_reconnecting():
 
 def connect(resolver, timeout=60.0, **options):
     """A ParameterServerStrategy on ``resolver``'s cluster (``options`` go to the strategy), once every
-    worker and PS accepts connections: how ``LocalCluster.strategy()`` and the recovery driver's jobs connect.
+    worker and PS accepts connections: how every coordinator of the kit connects.
 
     TensorFlow's strategy waits forever while any task of its cluster is down, so a process that
     connects to a cluster with a dead worker or PS hangs. This waits at most ``timeout`` seconds,
