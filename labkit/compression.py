@@ -451,33 +451,62 @@ class Result(train.TrainingLog):
         return self.model_bytes / self.push_payload
 
 
-def train_mnist(strategy, coordinator, data, compressor=None, pull=None, num_steps=600, steps_per_closure=10,
-                batch_size=64, learning_rate=0.1, hidden_units=128, ps_pids=(), seed=0, name=None,
-                push_class=CompressedSGD, pull_class=CompressedPulls, batches=None, **sgd_options):
+@dataclass(frozen=True)
+class Schedule:
+    """How long a run trains: ``num_steps`` steps (all workers together) in closures of ``steps_per_closure``
+    steps, each on a batch of ``batch_size`` images (for the batches a run makes itself). The first closure
+    is a warm-up (tracing, first reads): not counted in steps, bytes or speed."""
+
+    num_steps: int = 600
+    steps_per_closure: int = 10
+    batch_size: int = 64
+
+    def __post_init__(self):
+        if self.steps_per_closure < 1:
+            raise ValueError(f"steps_per_closure must be at least 1, got {self.steps_per_closure}")
+        if self.num_steps % self.steps_per_closure or self.num_steps < 2 * self.steps_per_closure:
+            raise ValueError(f"num_steps ({self.num_steps}) must be a multiple of steps_per_closure "
+                             f"({self.steps_per_closure}), of two closures at least: the first is a warm-up, "
+                             "not measured.")
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What the runs on one cluster share: ``batches``, a ``train.mnist_batches(..., sharded=True)`` iterator
+    each run continues (None: each run makes a new one, shuffled by its seed, which costs seconds);
+    ``ps_pids``, the parameter servers whose sockets are measured (``traffic.ps_pids(cluster)``; none: not
+    measured); and the classes of the push and the pull, ``CompressedSGD`` and ``CompressedPulls`` or a
+    notebook's own versions of them."""
+
+    batches: object = None
+    ps_pids: tuple = ()
+    push_class: type = CompressedSGD
+    pull_class: type = CompressedPulls
+
+
+def train_mnist(strategy, coordinator, data, compressor=None, pull=None, schedule=Schedule(), seed=0, name=None,
+                shared=Shared(), **sgd_options):
     """Train the MNIST MLP with compressed pushes (and pulls, if ``pull`` is a compressor); measure it.
 
-    ``sgd_options`` go to ``push_class`` (error_feedback, momentum, ...); ``push_class`` and
-    ``pull_class`` may be your own versions of ``CompressedSGD`` and ``CompressedPulls``. ``batches``:
-    a ``train.mnist_batches(..., sharded=True)`` iterator to continue (default: a new one shuffled by
-    ``seed``, which costs seconds). ``seed`` sets the model's initial weights and the run's random draws.
-    The first closure (tracing, first reads) is a warm-up: not counted in steps, bytes or speed.
+    ``schedule``: the steps, packing and batch size. ``sgd_options`` go to the push class (learning_rate,
+    error_feedback, momentum, ...). ``seed`` sets the model's initial weights and the run's random draws;
+    ``name`` the result's (default: its compressors). ``shared``: what the runs on the cluster share.
     """
-    if num_steps % steps_per_closure or num_steps < 2 * steps_per_closure:
-        raise ValueError(f"num_steps ({num_steps}) must be a multiple of steps_per_closure ({steps_per_closure}), "
-                         "of two closures at least: the first is a warm-up, not measured.")
     compressor = compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
     with strategy.scope():
-        model = models.mnist_mlp(hidden_units)
-        optimizer = push_class(model.trainable_variables, compressor, learning_rate, **sgd_options)
-        pulls = pull_class(strategy, model.trainable_variables, pull) if pull else None
+        model = models.mnist_mlp()
+        optimizer = shared.push_class(model.trainable_variables, compressor, **sgd_options)
+        pulls = shared.pull_class(strategy, model.trainable_variables, pull) if pull else None
+    batches = shared.batches
     if batches is None:
-        batches = train.mnist_batches(coordinator, data, batch_size, seed, sharded=True)
+        batches = train.mnist_batches(coordinator, data, schedule.batch_size, seed, sharded=True)
     counters = {"pushed": lambda: int(optimizer.pushed_bytes.numpy())}
     if pulls:
         counters["pulled"] = lambda: int(pulls.pulled_bytes.numpy())
-    meter = Meter(socket_pids=ps_pids, counters=counters)
-    timed_steps = num_steps - steps_per_closure
+    meter = Meter(socket_pids=shared.ps_pids, counters=counters)
+    steps_per_closure = schedule.steps_per_closure
+    timed_steps = schedule.num_steps - steps_per_closure
     train_steps = make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
     training_log = train.run(coordinator, train_steps, batches, timed_steps, steps_per_closure,
                              log_every_steps=timed_steps, description=None,

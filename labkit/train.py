@@ -214,7 +214,8 @@ def mnist_batches(coordinator, data, batch_size=64, seed=0, sharded=False, slow_
     Worker ``slow_worker`` (an index) waits ``slow_ms`` before each batch.
 
     Building one costs seconds (each worker reads the training set and fills its shuffle buffer);
-    several runs can continue the same one (the labs' ``train_mnist(batches=...)``), each taking the next batches.
+    several runs can continue the same one (``staleness.train_mnist(batches=...)``,
+    ``compression.Shared(batches)``), each taking the next batches.
     """
     shards = coordinator.strategy.extended._num_workers if sharded else None  # TF keeps the worker count there
     dataset_fn = mnist_dataset_fn(data, batch_size, seed, shards=shards)

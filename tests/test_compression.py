@@ -173,8 +173,10 @@ def test_apply_subtracts_the_decompressed_update(compressor, gradient):
     (lambda: compression.QSGD(bucket_size=0), "bucket_size must be at least 1"),
     (lambda: compression.CompressedSGD([], compression.Int8(), warmup_steps=10), "ramps a TopK's ratio"),
     (lambda: compression.CompressedSGD([], compression.TopK(), momentum_correction=True), "needs a momentum"),
-    (lambda: compression.train_mnist(None, None, None, num_steps=10), "of two closures at least"),
-    (lambda: compression.train_mnist(None, None, None, num_steps=105), "must be a multiple of steps_per_closure"),
+    (lambda: compression.Schedule(num_steps=10), "of two closures at least"),
+    (lambda: compression.Schedule(num_steps=105), "must be a multiple of steps_per_closure"),
+    (lambda: compression.Schedule(num_steps=40, steps_per_closure=30), "must be a multiple of steps_per_closure"),
+    (lambda: compression.Schedule(steps_per_closure=0), "steps_per_closure must be at least 1"),
 ])
 def test_bad_settings_are_refused_with_the_allowed_range(make, message):
     with pytest.raises(ValueError, match=message):

@@ -72,7 +72,8 @@ def fewer_total_bytes(dense_runs, compressed_runs, min_ratio, max_accuracy_loss)
     require(seeds and seeds == sorted(r.seed for r in compressed_runs),
         f"compare runs with the same seeds: {seeds} vs {sorted(r.seed for r in compressed_runs)}.")
     require(all(r.measured for r in dense_runs + compressed_runs),
-        "the runs have no bytes measured on the PS sockets: pass ps_pids=traffic.ps_pids(cluster) (needs ss).")
+        "the runs have no bytes measured on the PS sockets: give train_mnist "
+        "shared=compression.Shared(ps_pids=traffic.ps_pids(cluster)) (needs ss).")
     ratio = np.mean([r.measured_total for r in dense_runs]) / np.mean([r.measured_total for r in compressed_runs])
     lost, noise = over_seeds.mean_difference(dense_runs, compressed_runs)
     require(ratio >= min_ratio, f"{ratio:.1f}x fewer total bytes (push + pull) on the PS sockets; the goal is {min_ratio}x.")
