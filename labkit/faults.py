@@ -22,6 +22,8 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from labkit import recovery
 from labkit.runtime import children, processes
 from labkit.runtime.processes import cpu_seconds
@@ -157,11 +159,10 @@ class FaultInjector:
             else:  # the driver waits while it starts; the other workers go on
                 report.timeline.add(_step_now(job), f"restarting {fault.task}")
                 self.cluster.restart(fault.task)
-                pid = self.cluster.task(fault.task).pid
-                restarted.append((fault, pid, cpu_seconds(pid)))
+                restarted.append((fault, self.cluster.task(fault.task)))
                 report.timeline.add(_step_now(job), f"restarted {fault.task}")
-        for fault, pid, cpu_at_restart in restarted:  # the coordinator reconnects once no worker is dead
-            if _wait_until_reconnected(pid, cpu_at_restart):
+        for fault, task in restarted:  # the coordinator reconnects once no worker is dead
+            if _wait_until_reconnected(task.pid, task.port):
                 report.timeline.add(_step_now(job), f"the coordinator reconnected {fault.task}")
             self.restarted[fault.task] = (job, job.closures_by_worker.numpy())
         return killed_ps_at
@@ -193,15 +194,37 @@ def _wait_for_step(job, step, timeout=120.0):
     return reached
 
 
-def _wait_until_reconnected(pid, cpu_at_restart, timeout=30.0, min_cpu_seconds=0.05):
-    """Hold the next closures until the coordinator has reconnected a restarted worker (its thread
-    retries update_server_def, then rebuilds that worker's dataset: the worker's CPU moves), so the
-    worker can take some of them; else the other workers may finish them all first. True if it did."""
+def _wait_until_reconnected(pid, port, timeout=30.0, min_cpu_seconds=0.05, rest_seconds=0.5):
+    """Hold the next closures until the coordinator (this process) has reconnected a restarted worker
+    and rebuilt its datasets there, so that the worker can take some of them; else the other workers may
+    finish them all first. Seen from outside: this process has a connection open to the worker's port
+    again (its retries of update_server_def got through), then the worker's CPU moves by
+    ``min_cpu_seconds`` (the new context, the datasets) and rests for ``rest_seconds`` (it waits for
+    closures). True if it did within ``timeout`` seconds."""
+    cpu_when_connected, last_move = None, [None, 0.0]  # (CPU seconds, when) of the last move seen
+
+    def reconnected_and_resting():
+        nonlocal cpu_when_connected
+        if cpu_when_connected is None:
+            if not _connected_to(port):
+                return False
+            cpu_when_connected = cpu_seconds(pid)
+        cpu, now = cpu_seconds(pid), time.monotonic()
+        if last_move[0] is None or cpu - last_move[0] > 0.01:  # more than a tick of the kernel's CPU clock
+            last_move[:] = [cpu, now]
+        return cpu - cpu_when_connected >= min_cpu_seconds and now - last_move[1] >= rest_seconds
+
     try:
-        return processes.wait_until(lambda: cpu_seconds(pid) - cpu_at_restart >= min_cpu_seconds, timeout,
-                                    f"process {pid} to use {min_cpu_seconds} s of CPU", interval=0.05)
+        return processes.wait_until(reconnected_and_resting, timeout,
+                                    f"the coordinator to reconnect the worker at port {port}", interval=0.05)
     except TimeoutError:
         return False
+
+
+def _connected_to(port):
+    """True if this process has a TCP connection established to ``port`` (of this machine)."""
+    return any(connection.status == psutil.CONN_ESTABLISHED and connection.raddr and connection.raddr.port == port
+               for connection in psutil.Process().net_connections(kind="tcp"))
 
 
 def start_coordinator(cluster, *arguments):

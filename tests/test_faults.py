@@ -4,6 +4,7 @@ BackupAndRestore run end to end in notebook 07's smoke copy (tests/smoke, in `ma
 fit_skipped_epochs) assert what these tests asserted before; tests/test_checks.py shows each check
 failing on a wrong outcome. scripts/stress_faults.py repeats the three kills many times.
 """
+import socket
 import subprocess
 import sys
 import types
@@ -100,20 +101,43 @@ def test_an_error_in_the_watcher_thread_is_raised_when_its_block_ends(sleeper, t
                 raise own_error
 
 
+# A restarted worker as the coordinator finds it: it listens, and once connected to, it uses some CPU
+# (the new context, the datasets), then rests.
+RESTARTED_WORKER = """
+import socket, sys, time
+server = socket.socket()
+server.bind(("127.0.0.1", 0))
+server.listen()
+print(server.getsockname()[1], flush=True)
+connection, _ = server.accept()
+while time.process_time() < 0.3:
+    pass
+sys.stdin.read()
+"""
+
+
 class Restarts:
-    """A cluster whose ``restart`` starts a process that uses some CPU (as a reconnected worker does) and
-    moves the step counter on by ``steps_meanwhile``, as the other workers do while the task starts."""
+    """A cluster whose ``restart`` starts a RESTARTED_WORKER and connects to it, as the coordinator
+    reconnects, and moves the step counter on by ``steps_meanwhile``, as the other workers do meanwhile."""
 
     def __init__(self, counter, steps_meanwhile):
-        self.counter, self.steps_meanwhile, self.process = counter, steps_meanwhile, None
+        self.counter, self.steps_meanwhile = counter, steps_meanwhile
+        self.process = self.port = self.connection = None
 
     def restart(self, name):
-        busy = "import time\nwhile time.process_time() < 0.3: pass\ntime.sleep(60)"
-        self.process = subprocess.Popen([sys.executable, "-c", busy])
+        self.process = subprocess.Popen([sys.executable, "-c", RESTARTED_WORKER], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        self.port = int(self.process.stdout.readline())
+        self.connection = socket.create_connection(("127.0.0.1", self.port))
         self.counter.value += self.steps_meanwhile
 
     def task(self, name):
-        return types.SimpleNamespace(pid=self.process.pid)
+        return types.SimpleNamespace(pid=self.process.pid, port=self.port)
+
+    def stop(self):
+        self.connection.close()
+        self.process.stdin.close()
+        self.process.wait()
 
 
 def test_a_restart_goes_into_the_timeline_at_the_step_counter_read_when_it_happened(sleeper, tmp_path):
@@ -126,7 +150,17 @@ def test_a_restart_goes_into_the_timeline_at_the_step_counter_read_when_it_happe
     try:
         faults.FaultInjector(cluster, [faults.Fault(50, "worker:1", "restart")])(job, report, 70, more=True)
     finally:
-        cluster.process.kill()
-        cluster.process.wait()
+        cluster.stop()
     assert [(step, event) for _, step, event in report.timeline.events] == [
         (52, "restarting worker:1"), (57, "restarted worker:1"), (57, "the coordinator reconnected worker:1")]
+
+
+def test_a_restarted_worker_busy_on_its_own_start_is_not_taken_for_reconnected(tmp_path):
+    """Its CPU moves, but the coordinator has no connection to it yet: still waiting when the time is up."""
+    cluster = Restarts(counter=types.SimpleNamespace(value=0), steps_meanwhile=0)
+    cluster.restart("worker:1")
+    cluster.connection.close()  # as if it had never connected: the worker is left waiting in accept()
+    try:
+        assert not faults._wait_until_reconnected(cluster.process.pid, cluster.port, timeout=0.5)
+    finally:
+        cluster.stop()
