@@ -66,15 +66,6 @@ def signal_state(pid):
         return str(error)
 
 
-def is_running(pid):
-    return processes.running(pid)
-
-
-def wait_until_gone(pids, timeout=15.0):
-    """Wait for every pid to exit; return the ones still running after `timeout` seconds."""
-    return processes.wait_until_gone(pids, timeout)
-
-
 def created_network(hosts, **kwargs):
     """A created ``netns.VirtualNetwork`` of ``hosts``; the test is skipped where namespaces cannot be made."""
     from labkit.deploy import netns
@@ -95,7 +86,7 @@ def no_orphan_task_processes():
     before = {p.pid for p in task_processes()}
     yield
     started = [p.pid for p in task_processes() if p.pid not in before]
-    assert wait_until_gone(started, ORPHAN_GRACE_SECONDS) == [], f"{ORPHAN_MESSAGE}: pids {started}"
+    assert processes.wait_until_gone(started, ORPHAN_GRACE_SECONDS) == [], f"{ORPHAN_MESSAGE}: pids {started}"
 
 
 GRADIENT_SHAPE = (40, 25)

@@ -23,7 +23,6 @@ from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.cluster import pick_port
 from labkit.runtime import processes
 from labkit.tools import workfolder
-from support import is_running
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
@@ -226,14 +225,14 @@ def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
     worker.locator(".labkit-kill").click()
     expect(worker.locator(".labkit-state")).to_contain_text("dead", timeout=15 * SECONDS)
     expect(ps.locator(".labkit-state")).to_contain_text("alive")
-    assert not is_running(int(old_pid)), "the killed worker's process should be gone"
+    assert not processes.running(int(old_pid)), "the killed worker's process should be gone"
     screenshot("2-worker-killed")
 
     worker.locator(".labkit-restart").click()
     expect(dashboard).to_contain_text("restart worker:0: done in", timeout=60 * SECONDS)  # it serves again
     expect(worker.locator(".labkit-state")).to_contain_text("alive")
     expect(worker.locator(".labkit-pid")).not_to_have_text(old_pid)
-    assert is_running(int(worker.locator(".labkit-pid").inner_text()))
+    assert processes.running(int(worker.locator(".labkit-pid").inner_text()))
     screenshot("3-worker-restarted")
 
 

@@ -9,8 +9,9 @@ import sys
 import pytest
 
 import labkit as labkit_package
+from labkit.runtime import processes
 from labkit.tools import cli
-from support import default_ctrl_c, signal_state, wait_until_gone
+from support import default_ctrl_c, signal_state
 
 pytestmark = pytest.mark.cluster
 
@@ -129,7 +130,7 @@ def test_tf_config_explains_the_running_cluster_and_stop_stops_its_tasks_not_its
         assert wrong_name.returncode != 0 and "running: stop-me" in wrong_name.stderr
         done = labkit("stop", "stop-me")
         assert done.returncode == 0 and "ps:0, worker:0" in done.stdout, done.stderr
-        assert wait_until_gone([task["pid"] for task in state["tasks"]]) == []
+        assert processes.wait_until_gone([task["pid"] for task in state["tasks"]], timeout=15) == []
         assert owner.poll() is None, "stop must not end the program that owns the cluster"
         assert labkit("status").stdout.strip() == "no running labkit clusters"
     finally:
@@ -167,7 +168,7 @@ def test_up_serves_until_ctrl_c_and_status_sees_it():
     except subprocess.TimeoutExpired:
         up.kill()
         pytest.fail(f"`labkit up` did not stop within 60 s of Ctrl-C (its signals: {state})")
-    assert wait_until_gone(pids) == []
+    assert processes.wait_until_gone(pids, timeout=15) == []
 
 
 def test_demo_trains_mnist_on_a_cluster_to_its_target():

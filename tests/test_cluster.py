@@ -21,7 +21,7 @@ from labkit import cluster as cluster_module, registry
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
 from labkit.runtime import loglines, processes
 from labkit.runtime.processes import EXIT_PORT_IN_USE
-from support import default_ctrl_c, is_running, signal_state, wait_until_gone
+from support import default_ctrl_c, signal_state
 
 pytestmark = pytest.mark.cluster
 
@@ -95,7 +95,7 @@ def test_kill_then_restart_a_worker_on_the_same_port(small_cluster):
     worker = small_cluster.task("worker:0")
     old_pid, port = worker.pid, worker.port
     small_cluster.kill("worker:0")
-    assert not is_running(old_pid)
+    assert not processes.running(old_pid)
     assert [row["alive"] for row in small_cluster.status()] == [True, False]
     small_cluster.restart("worker:0")
     assert worker.pid != old_pid and worker.port == port
@@ -272,7 +272,7 @@ def test_a_new_cluster_with_the_same_name_stops_the_old_one_and_with_starts_and_
     first = LocalCluster(num_workers=1, num_ps=1, name="test-rerun")
     first_pids = [task.pid for task in first.tasks]
     second = LocalCluster(num_workers=1, num_ps=1, name="test-rerun", start=False)
-    assert wait_until_gone(first_pids, timeout=0.5) == []
+    assert processes.wait_until_gone(first_pids, timeout=0.5) == []
     assert not second.running and second.tasks == []
     with pytest.raises(ClusterStartError, match="not running: call cluster.start()"):
         second.strategy()
@@ -315,7 +315,7 @@ def test_a_stop_gives_up_on_tasks_that_do_not_answer_and_this_process_trains_on(
     for pid in pids:
         os.kill(pid, signal.SIGSTOP)
     frozen.stop()
-    assert wait_until_gone(pids, timeout=1) == []
+    assert processes.wait_until_gone(pids, timeout=1) == []
     [line] = [line for line in (tmp_path / "disconnect.log").read_text().splitlines() if line.startswith("labkit:")]
     assert line.endswith("(no answer after 1 s: the tasks were stopped)"), line
     alone = context.context().get_server_def()
@@ -340,7 +340,7 @@ def start_owner(how):
     owner = subprocess.Popen([sys.executable, "-c", OWNER, how], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, text=True, start_new_session=True, preexec_fn=default_ctrl_c)
     pids = [int(pid) for pid in owner.stdout.readline().split()]
-    assert len(pids) == 2 and all(is_running(pid) for pid in pids)
+    assert len(pids) == 2 and all(processes.running(pid) for pid in pids)
     owner.stdin.write("go on\n")
     owner.stdin.flush()
     return owner, pids
@@ -363,7 +363,7 @@ def test_no_task_outlives_its_owner(how):
     except subprocess.TimeoutExpired:
         owner.kill()
         pytest.fail(f"the owner did not exit within 30 s of {how}" + (f" (its signals: {state})" if how == "ctrl-c" else ""))
-    assert wait_until_gone(pids) == []
+    assert processes.wait_until_gone(pids, timeout=15) == []
 
 
 def test_a_server_started_by_hand_keeps_serving_with_stdin_closed():

@@ -14,8 +14,9 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from support import processes_running, wait_until_gone
+from labkit.runtime import processes
 from labkit.tools import cli, exercises, grade
+from support import processes_running
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
@@ -403,4 +404,5 @@ def test_exercise_fails_at_its_first_stub_then_the_solution_passes_its_checks_an
         assert cells_before_check == 0, f"the wrong answer for {wrong.check} failed before its check: {wrong_error}"
         assert wrong_error.ename in ("AssertionError", "CheckFailed") and wrong.hint in wrong_error.evalue, \
             wrong_error.evalue
-    assert wait_until_gone(learner_servers()) == [], "exercise 1's server processes outlived its kernel"
+    assert processes.wait_until_gone(learner_servers(), timeout=15) == [], \
+        "exercise 1's server processes outlived its kernel"

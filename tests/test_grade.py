@@ -15,9 +15,8 @@ import nbformat
 import psutil
 import pytest
 
-from labkit.runtime import children, isolation
+from labkit.runtime import children, isolation, processes
 from labkit.tools import cli, grade, gradescope
-from support import is_running
 from labkit.cluster import LocalCluster
 from test_exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
 
@@ -378,7 +377,7 @@ def test_grading_a_class(tmp_path, monkeypatch):
         assert seen["LABKIT_NETWORK"] == isolation.ISOLATED
     assert seen["HOME"] == str(out / "fay" / "ex1" / "home") and seen["TMPDIR"] == str(out / "fay" / "ex1" / "tmp")
     detached = int((out / "fay" / "ex1" / "detached.pid").read_text())
-    assert f"left running, killed: sleep 1000 ({detached})" in learners["fay"]["notes"] and not is_running(detached)
+    assert f"left running, killed: sleep 1000 ({detached})" in learners["fay"]["notes"] and not processes.running(detached)
     assert processes_of(out) == []
     after = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in submissions.rglob("*") if path.is_file()}
     assert after == before
@@ -431,7 +430,7 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
     else:
         pytest.fail(f"the hung notebook did not start its cluster within {HANG_TIMEOUTS[-1]} s")
     pids = json.loads(started.read_text())
-    assert len(pids) == 3 and [pid for pid in pids if is_running(pid)] == []
+    assert len(pids) == 3 and [pid for pid in pids if processes.running(pid)] == []
 
 
 def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_path):

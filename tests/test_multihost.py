@@ -13,7 +13,7 @@ import pytest
 
 from labkit.deploy import export
 from labkit.runtime import loglines, processes
-from support import created_network, task_processes, wait_until_gone
+from support import created_network, task_processes
 
 pytestmark = pytest.mark.root
 
@@ -111,7 +111,7 @@ def test_a_task_in_a_namespace_exits_when_the_process_that_started_it_dies(netwo
         assert ps_pid in [process.pid for process in task_processes()], "the orphan check would not see it"
         starter.send_signal(signal.SIGKILL)
         starter.wait()
-        assert wait_until_gone([ps_pid]) == [], "the ps task outlived the process that started it"
+        assert processes.wait_until_gone([ps_pid], timeout=15) == [], "the ps task outlived the process that started it"
     finally:
         starter.kill()
         starter.wait()

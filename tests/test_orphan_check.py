@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 import support
+from labkit.runtime import processes
 
 TESTS = Path(__file__).resolve().parent
 
@@ -73,7 +74,7 @@ def test_a_leaked_task_process_fails_the_run_and_a_stopped_one_does_not(tmp_path
                 leaked.kill()
             except psutil.NoSuchProcess:
                 mark = None
-        assert support.wait_until_gone(pids) == [], "could not clean up the leaked server"
+        assert processes.wait_until_gone(pids, timeout=15) == [], "could not clean up the leaked server"
     output = run.stdout + run.stderr
     assert len(pids) == 1, output
     assert run.returncode == 1, output

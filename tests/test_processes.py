@@ -10,7 +10,6 @@ import psutil
 import pytest
 
 from labkit.runtime import loglines, processes
-from support import is_running, wait_until_gone
 
 PYTHON = sys.executable
 IGNORES_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
@@ -88,7 +87,7 @@ def test_stop_kills_a_process_that_ignores_sigterm_after_the_grace_period(tmp_pa
     polite = start("import time; time.sleep(60)", tmp_path / "p.log")
     processes.stop([stubborn, polite], grace_seconds=0.5)
     assert stubborn.returncode == -signal.SIGKILL and polite.returncode == -signal.SIGTERM
-    assert not is_running(stubborn.pid) and not is_running(polite.pid)
+    assert not processes.running(stubborn.pid) and not processes.running(polite.pid)
 
 
 def test_stop_ends_a_suspended_process_at_once_not_after_the_grace_period(tmp_path):
@@ -167,7 +166,7 @@ def test_one_exit_hook_stops_every_process_left_running():
     owner = subprocess.run([PYTHON, "-c", EXITING_OWNER], capture_output=True, text=True, timeout=60)
     *pids, new_hooks = map(int, owner.stdout.split())
     assert len(pids) == 3 and new_hooks == 0, "starting processes must not add exit hooks"
-    assert wait_until_gone(pids, timeout=1.0) == [], "the exit hook stops what the owner left running"
+    assert processes.wait_until_gone(pids, timeout=1.0) == [], "the exit hook stops what the owner left running"
 
 
 def test_a_watcher_polls_while_its_block_runs_and_stops_when_poll_says_so():

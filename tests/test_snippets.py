@@ -5,9 +5,9 @@ import textwrap
 
 import psutil
 
+from labkit.runtime import processes
 from labkit.runtime.processes import wait_until
 from labkit.tools import snippets
-from support import wait_until_gone
 
 import pytest
 
@@ -43,4 +43,4 @@ def test_a_snippet_dies_with_the_process_that_runs_it():
     [snippet] = wait_until(psutil.Process(caller.pid).children, 30, "the snippet's process to start")
     caller.kill()
     caller.wait()
-    assert wait_until_gone([snippet.pid], timeout=10) == []
+    assert processes.wait_until_gone([snippet.pid], timeout=10) == []

@@ -4,10 +4,10 @@ import html
 import pytest
 
 import labkit
+from labkit.runtime import processes
 from labkit.runtime.processes import wait_until
 from labkit.train import TrainingLog
 from labkit.widgets import ALIVE, DEAD, ClusterDashboard
-from support import is_running
 
 pytestmark = pytest.mark.cluster
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -50,12 +50,12 @@ def test_a_kill_shows_dead_and_the_buttons_restart_and_kill(cluster, dashboard):
 
     dashboard.buttons["worker:0"]["restart"].click()
     new_pid = cluster.task("worker:0").pid
-    assert new_pid != old_pid and is_running(new_pid)
+    assert new_pid != old_pid and processes.running(new_pid)
     assert state(dashboard, "worker:0") == "alive" and dashboard.cells["worker:0"]["pid"].value == str(new_pid)
     assert dashboard.message.value.startswith("restart worker:0: done in")
 
     dashboard.buttons["worker:0"]["kill"].click()
-    assert not is_running(new_pid)
+    assert not processes.running(new_pid)
     assert state(dashboard, "worker:0") == "dead" and state(dashboard, "ps:0") == "alive"
 
 
