@@ -159,10 +159,11 @@ class FaultInjector:
             else:  # the driver waits while it starts; the other workers go on
                 report.timeline.add(_step_now(job), f"restarting {fault.task}")
                 self.cluster.restart(fault.task)
-                restarted.append((fault, self.cluster.task(fault.task)))
+                task = self.cluster.task(fault.task)
+                restarted.append((fault, task, cpu_seconds(task.pid)))
                 report.timeline.add(_step_now(job), f"restarted {fault.task}")
-        for fault, task in restarted:  # the coordinator reconnects once no worker is dead
-            if _wait_until_reconnected(task.pid, task.port):
+        for fault, task, cpu_at_restart in restarted:  # the coordinator reconnects once no worker is dead
+            if _wait_until_reconnected(task.pid, task.port, cpu_at_restart):
                 report.timeline.add(_step_now(job), f"the coordinator reconnected {fault.task}")
             self.restarted[fault.task] = (job, job.closures_by_worker.numpy())
         return killed_ps_at
@@ -194,25 +195,25 @@ def _wait_for_step(job, step, timeout=120.0):
     return reached
 
 
-def _wait_until_reconnected(pid, port, timeout=30.0, min_cpu_seconds=0.05, rest_seconds=0.5):
+def _wait_until_reconnected(pid, port, cpu_at_restart, timeout=30.0, min_cpu_seconds=0.05, rest_seconds=0.5):
     """Hold the next closures until the coordinator (this process) has reconnected a restarted worker
     and rebuilt its datasets there, so that the worker can take some of them; else the other workers may
     finish them all first. Seen from outside: this process has a connection open to the worker's port
-    again (its retries of update_server_def got through), then the worker's CPU moves by
-    ``min_cpu_seconds`` (the new context, the datasets) and rests for ``rest_seconds`` (it waits for
-    closures). True if it did within ``timeout`` seconds."""
-    cpu_when_connected, last_move = None, [None, 0.0]  # (CPU seconds, when) of the last move seen
+    again (its retries of update_server_def got through), the worker's CPU has moved by
+    ``min_cpu_seconds`` since its restart (the new context, the datasets), and it has rested for
+    ``rest_seconds`` since the connection was seen (it waits for closures). True if so within ``timeout`` s."""
+    last_move = None  # (CPU seconds, when): the last move seen once connected
 
     def reconnected_and_resting():
-        nonlocal cpu_when_connected
-        if cpu_when_connected is None:
+        nonlocal last_move
+        if last_move is None:
             if not _connected_to(port):
                 return False
-            cpu_when_connected = cpu_seconds(pid)
+            last_move = (cpu_seconds(pid), time.monotonic())
         cpu, now = cpu_seconds(pid), time.monotonic()
-        if last_move[0] is None or cpu - last_move[0] > 0.01:  # more than a tick of the kernel's CPU clock
-            last_move[:] = [cpu, now]
-        return cpu - cpu_when_connected >= min_cpu_seconds and now - last_move[1] >= rest_seconds
+        if cpu - last_move[0] > 0.01:  # more than a tick of the kernel's CPU clock
+            last_move = (cpu, now)
+        return cpu - cpu_at_restart >= min_cpu_seconds and now - last_move[1] >= rest_seconds
 
     try:
         return processes.wait_until(reconnected_and_resting, timeout,

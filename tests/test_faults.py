@@ -161,6 +161,6 @@ def test_a_restarted_worker_busy_on_its_own_start_is_not_taken_for_reconnected(t
     cluster.restart("worker:1")
     cluster.connection.close()  # as if it had never connected: the worker is left waiting in accept()
     try:
-        assert not faults._wait_until_reconnected(cluster.process.pid, cluster.port, timeout=0.5)
+        assert not faults._wait_until_reconnected(cluster.process.pid, cluster.port, cpu_at_restart=0.0, timeout=0.5)
     finally:
         cluster.stop()
