@@ -166,8 +166,12 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
 
 
 def restart_dead_tasks(cluster):
-    """Restart every task of ``cluster`` (a LocalCluster) that is not alive; return their names."""
-    dead = [row["task"] for row in cluster.status() if not row["alive"]]
+    """Restart every task of ``cluster`` (a LocalCluster) that no longer serves; return their names.
+
+    Not only those no longer alive: a killed task's connections close a moment before its process is
+    gone, so the failure can reach the driver while the task still looks alive.
+    """
+    dead = [task.name for task in cluster.tasks if not task.serving()]
     for task in dead:
         cluster.restart(task)
     return dead

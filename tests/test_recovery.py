@@ -2,6 +2,8 @@
 completes from the checkpoint; a fake job checks the accounting where a cluster adds nothing; the
 coordinator program runs the driver without importing a lab."""
 import ast
+import os
+import socket
 import threading
 import types
 from pathlib import Path
@@ -149,3 +151,20 @@ def test_the_coordinator_program_imports_no_lab():
 def test_the_first_line_of_an_error_skips_headings():
     assert recovery.first_line("Graph execution error:\n\n2 root error(s) found.\n  (0) UNAVAILABLE:  Socket closed\n"
                                "  (1) CANCELLED:  Function was cancelled") == "(0) UNAVAILABLE:  Socket closed"
+
+
+def test_a_task_that_looks_alive_but_no_longer_serves_is_restarted(sleeper, tmp_path):
+    """A killed task closes its connections a moment before its process is gone: the driver's restart must
+    not take it for alive. Here ps:0 is a live process that listens nowhere, worker:0 one that serves."""
+    from labkit.cluster import Task, pick_port
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        serving_port = listening.getsockname()[1]
+        tasks = [Task("ps", 0, pick_port(), tmp_path / "ps-0.log", sleeper),
+                 Task("worker", 0, serving_port, tmp_path / "worker-0.log",
+                      types.SimpleNamespace(pid=os.getpid(), poll=lambda: None))]
+        restarted = []
+        cluster = types.SimpleNamespace(tasks=tasks, restart=restarted.append)
+        assert recovery.restart_dead_tasks(cluster) == ["ps:0"] and restarted == ["ps:0"]
