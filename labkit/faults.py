@@ -16,13 +16,12 @@ The recovery driver is ``labkit.recovery.train_with_recovery``; this module inje
 kills tasks at a step or during a checkpoint save, and runs and kills the coordinator program.
 """
 import contextlib
+import os
 import random
 import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-
-import psutil
 
 from labkit import recovery
 from labkit.runtime import children, processes
@@ -207,7 +206,7 @@ def _wait_until_reconnected(pid, port, cpu_at_restart, timeout=30.0, min_cpu_sec
     def reconnected_and_resting():
         nonlocal last_move
         if last_move is None:
-            if not _connected_to(port):
+            if not processes.connected(os.getpid(), port):
                 return False
             last_move = (cpu_seconds(pid), time.monotonic())
         cpu, now = cpu_seconds(pid), time.monotonic()
@@ -220,12 +219,6 @@ def _wait_until_reconnected(pid, port, cpu_at_restart, timeout=30.0, min_cpu_sec
                                     f"the coordinator to reconnect the worker at port {port}", interval=0.05)
     except TimeoutError:
         return False
-
-
-def _connected_to(port):
-    """True if this process has a TCP connection established to ``port`` (of this machine)."""
-    return any(connection.status == psutil.CONN_ESTABLISHED and connection.raddr and connection.raddr.port == port
-               for connection in psutil.Process().net_connections(kind="tcp"))
 
 
 def start_coordinator(cluster, *arguments):

@@ -195,3 +195,15 @@ def test_a_killed_child_not_yet_reaped_is_not_running():
     assert child.returncode is None, "the test needs the child unreaped: it is a zombie now"
     child.wait()
     assert not processes.running(child.pid)
+
+
+def test_connected_sees_this_process_s_connection_to_a_port_while_it_is_open():
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert processes.listening(os.getpid(), port) and not processes.connected(os.getpid(), port)
+        client = socket.create_connection(("127.0.0.1", port))
+        assert processes.connected(os.getpid(), port)
+        client.close()
+        assert not processes.connected(os.getpid(), port)

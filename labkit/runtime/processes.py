@@ -86,13 +86,21 @@ def running(pid):
         return False
 
 
+def _tcp_sockets(pid):
+    try:
+        return psutil.Process(pid).net_connections(kind="tcp")
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return []
+
+
 def listening(pid, port):
     """True if process ``pid`` has a TCP socket listening on ``port``."""
-    try:
-        sockets = psutil.Process(pid).net_connections(kind="tcp")
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        return False
-    return any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets)
+    return any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in _tcp_sockets(pid))
+
+
+def connected(pid, port):
+    """True if process ``pid`` has a TCP connection established to ``port`` (of a peer on this machine)."""
+    return any(s.status == psutil.CONN_ESTABLISHED and s.raddr and s.raddr.port == port for s in _tcp_sockets(pid))
 
 
 def accepts_connections(port, timeout=0.5, host="127.0.0.1"):
@@ -322,5 +330,5 @@ def _stop_everything_left():
 
 
 __all__ = ["EXIT_PORT_IN_USE", "SERVER_MODULE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
-           "serving", "listening", "accepts_connections", "port_is_free", "stop", "stop_others", "wait_until_gone",
-           "log_tail", "stop_at_exit"]
+           "serving", "listening", "connected", "accepts_connections", "port_is_free", "stop", "stop_others",
+           "wait_until_gone", "log_tail", "stop_at_exit"]
