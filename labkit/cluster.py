@@ -292,6 +292,8 @@ class LocalCluster:
                       for task_type, index in tasks]
 
     def _launch(self, task):
+        if task.process is not None:  # a restart: reap the dead process and close its stdin pipe
+            processes.stop([task.process])
         task.process = children.start_program(processes.SERVER_MODULE, tf_config=self.tf_config(task.name),
                                               log_path=task.log_path)
         task.started_at = time.monotonic()

@@ -93,12 +93,13 @@ def test_status_repr_and_html_show_every_task(small_cluster):
 
 def test_kill_then_restart_a_worker_on_the_same_port(small_cluster):
     worker = small_cluster.task("worker:0")
-    old_pid, port = worker.pid, worker.port
+    old_process, old_pid, port = worker.process, worker.pid, worker.port
     small_cluster.kill("worker:0")
     assert not processes.running(old_pid)
     assert [row["alive"] for row in small_cluster.status()] == [True, False]
     small_cluster.restart("worker:0")
     assert worker.pid != old_pid and worker.port == port
+    assert old_process.stdin.closed, "the dead process's stdin pipe was left open (a ResourceWarning at its collection)"
     assert worker.alive() and worker.serving() and worker.restarts == 1
 
 
