@@ -151,7 +151,7 @@ def test_tiny_bench_plots_a_png(tiny_bench):
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
 
 
-def test_a_measurement_times_with_the_meter_it_is_given():
+def test_a_baseline_times_with_the_meter_it_is_given_and_measured_again_pools_its_intervals():
     made = []
 
     class RecordedMeter(Meter):
@@ -160,18 +160,13 @@ def test_a_measurement_times_with_the_meter_it_is_given():
             made.append(self)
 
     point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
-    row = bench.measure_single_process(point, bench.Data(["mlp"]), 2, 5, 0.5, meter=RecordedMeter)
-    assert len(made) == 1 and len(made[0].seconds) == row["intervals"] == 2
-    assert set(made[0].counts) == {"machine"} and row["cpu_machine"] is not None, "every program's CPU, counted"
-
-
-def test_a_baseline_measured_again_keeps_each_measurement_and_pools_its_intervals():
-    point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
-    baseline = bench.Baseline(point, bench.Data(["mlp"]), repeats=2, min_steps=5)
+    baseline = bench.Baseline(point, bench.Data(["mlp"]), repeats=2, min_steps=5, meter=RecordedMeter)
     first, second = baseline.measure(), baseline.measure()
     row = baseline.row(0.5)
+    assert len(made) == 1 and len(made[0].seconds) == row["intervals"] == 4, \
+        "one meter timed both measurements' intervals, pooled in one row"
     assert baseline.slots == [first, second] and first > 0 and second > 0
-    assert row["intervals"] == 4, "both measurements' timed intervals in one row"
+    assert set(made[0].counts) == {"machine"} and row["cpu_machine"] is not None, "every program's CPU, counted"
 
 
 def test_the_ps_panel_says_when_it_shows_one_ps_count_only():

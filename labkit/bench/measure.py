@@ -135,13 +135,6 @@ class Baseline:
         return result_row(self.point, self.work, self.meter, self.steps, self.accuracies, target_accuracy)
 
 
-def measure_single_process(point, data, repeats, min_steps, target_accuracy, meter=Meter):
-    """The single-process baseline of ``point``, measured once: its result row."""
-    baseline = Baseline(point, data, repeats, min_steps, meter)
-    baseline.measure()
-    return baseline.row(target_accuracy)
-
-
 def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min_steps, target_accuracy,
                        meter=Meter, custom_loop=run_custom):
     """One point on a running cluster, with the custom loop or model.fit (``meter``, ``custom_loop``: see ``measure_points``)."""
