@@ -31,6 +31,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -71,8 +72,9 @@ SMALL_LAPTOP_PREFIX = "small-laptop-"
 DAY_SETTINGS = [("full-size", None, "Full-size MNIST", 5),
                 ("small-laptop", SMALL_LAPTOP, "The small-laptop setting (`make lab-small`)", 3)]
 
-# The MNIST source of the tests item: none set, as in CI (the tests pick theirs).
+# The MNIST source of the tests item: none set, as in CI (the tests pick theirs); its log says so.
 AS_CI = "as-ci"
+NO_MNIST_SOURCE = "none: each test picks its own, as in CI"
 # The pytest calls of `make test-fast` and `make test`, by the file tests/tier_times.py writes for each.
 TEST_CALLS = [("unit", "`make test-fast`"), ("all", "`make test`")]
 
@@ -159,7 +161,10 @@ def run(only, env):
         shutil.rmtree(folder, ignore_errors=True)  # an interrupted or failed run starts afresh
         folder.parent.mkdir(parents=True, exist_ok=True)
         entry = {"started": now(), "load_average_before": [round(x, 2) for x in os.getloadavg()],
-                 "mnist_source": item_env.get("LABKIT_MNIST_SOURCE", "none: each test picks its own, as in CI")}
+                 "mnist_source": item_env.get("LABKIT_MNIST_SOURCE", NO_MNIST_SOURCE)}
+        if name == "tests":  # the machine's speed just then: this host's varies through the day
+            from labkit.bench.startup import time_bare_import
+            entry["import_tensorflow_s"] = round(statistics.median(time_bare_import() for _ in range(3)), 2)
         print(f"{name}: running {' '.join(command[2:] if command[0] == sys.executable else command)}", flush=True)
         began = time.monotonic()
         done = subprocess.run(command, env=item_env, cwd=ROOT)
@@ -408,7 +413,7 @@ def heading(log, startup):
             *heading_ranges(min(entry["started"] for entry in entries), max(entry["ended"] for entry in entries),
                             sum(entry["seconds"] for entry in entries),
                             [entry["load_average_before"][0] for entry in entries],
-                            {entry["mnist_source"] for name, entry in log.items() if name != "tests"})]
+                            {entry["mnist_source"] for entry in entries if entry["mnist_source"] != NO_MNIST_SOURCE})]
 
 
 def heading_ranges(first, last, seconds, loads, sources):
@@ -435,13 +440,18 @@ def widened_heading(intro, entries, new_entries):
                             max([last] + [entry["ended"] for entry in entries]),
                             as_shown_seconds(total) + sum(entry["seconds"] for entry in new_entries),
                             [float(low), float(high)] + [entry["load_average_before"][0] for entry in entries],
-                            set(sources.split(", ")) | {entry["mnist_source"] for entry in entries})
+                            set(sources.split(", ")) | {entry["mnist_source"] for entry in entries
+                                                        if entry["mnist_source"] != NO_MNIST_SOURCE})
     return intro[:found.start()] + "\n".join(ranges) + "\n" + intro[found.end():]
 
 
 def load_of(log, name):
     entry = log.get(name)
-    return f"{entry['started']}, load {entry['load_average_before'][0]:.2f}" if entry else "not measured yet"
+    if not entry:
+        return "not measured yet"
+    speed = (f"; a bare `import tensorflow` took {entry['import_tensorflow_s']:.2f} s just before, the machine's "
+             "speed then" if "import_tensorflow_s" in entry else "")
+    return f"{entry['started']}, load {entry['load_average_before'][0]:.2f}{speed}"
 
 
 def test_calls():
@@ -798,7 +808,9 @@ def write_test_times():
     if not calls:
         return False
     text = README.read_text()
-    new = TEST_TIMES_LINE.sub(test_times_line(calls), text)
+    log_path = OUT / "log.json"
+    log = json.loads(log_path.read_text()) if log_path.exists() else {}
+    new = TEST_TIMES_LINE.sub(test_times_line(calls, log), text)
     tiers = calls["all"]["tiers"]
     new = TIER_ROW.sub(lambda row: f"{row.group(1)} {minutes(tiers.get(row.group(2), {'seconds': 0})['seconds'])} |", new)
     README.write_text(new)
@@ -819,9 +831,11 @@ def write_group_seconds():
     return True
 
 
-def test_times_line(calls):
+def test_times_line(calls, log):
+    speed = log.get("tests", {}).get("import_tensorflow_s")
+    at_speed = f", on a machine where a bare `import tensorflow` took {speed:.1f} s" if speed else ""
     return (f"*`make test` takes {minutes(calls['all']['wall_seconds'])}; `make test-fast` "
-            f"{minutes(calls['unit']['wall_seconds'])}.*")
+            f"{minutes(calls['unit']['wall_seconds'])}{at_speed} ([docs/measurements.md](docs/measurements.md)).*")
 
 
 def uses_mnist(notebook):
