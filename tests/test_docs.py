@@ -193,7 +193,11 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
             {"marker_expression": call, "workers": 2, "wall_seconds": wall, "exit_status": 0, "groups": groups,
              "tiers": {tier: {"seconds": seconds, "tests": {"passed": count}} for tier, (seconds, count) in tiers.items()}}))
     assert measurements.finished("tests", tmp_path / "tests")
-    lines = measurements.tests_section({})
+    log = {"tests": {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3], "import_tensorflow_s": 4.04}}
+    (tmp_path / "log.json").write_text(json.dumps(log))
+    lines = measurements.tests_section(log)
+    assert any("load 0.50; a bare `import tensorflow` took 4.04 s just before" in line for line in lines), \
+        "the machine's speed when the tests ran"
     assert "| `make test` (every tier, 2 workers) | 11.2 min | 548 tests, 40 s | 90 tests, 8.3 min | 230 tests, " \
            "10.7 min | 9 tests, 45 s |  |" in lines
     assert "| `make test-fast` (`-m unit`, 2 workers) | 50 s | 548 tests, 1.6 min |  |  |  |  |" in lines
@@ -204,7 +208,9 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
     readme.write_text("*`make test` takes (not measured yet).*\n\n| `cluster` | start processes | |\n")
     monkeypatch.setattr(measurements, "README", readme)
     assert measurements.write_test_times()
-    assert readme.read_text() == "*`make test` takes 11.2 min; `make test-fast` 50 s.*\n\n| `cluster` | start processes | 8.3 min |\n"
+    assert readme.read_text() == ("*`make test` takes 11.2 min; `make test-fast` 50 s, on a machine where a bare "
+                                  "`import tensorflow` took 4.0 s ([docs/measurements.md](docs/measurements.md)).*"
+                                  "\n\n| `cluster` | start processes | 8.3 min |\n")
 
 
 def record_startup_and_welcome(out):
