@@ -835,7 +835,7 @@ def test_times_line(calls, log):
     speed = log.get("tests", {}).get("import_tensorflow_s")
     at_speed = f", on a machine where a bare `import tensorflow` took {speed:.1f} s" if speed else ""
     return (f"*`make test` takes {minutes(calls['all']['wall_seconds'])}; `make test-fast` "
-            f"{minutes(calls['unit']['wall_seconds'])}{at_speed} ([docs/measurements.md](docs/measurements.md)).*")
+            f"{minutes(calls['unit']['wall_seconds'])}{at_speed}.*")
 
 
 def uses_mnist(notebook):

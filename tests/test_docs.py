@@ -209,7 +209,7 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
     monkeypatch.setattr(measurements, "README", readme)
     assert measurements.write_test_times()
     assert readme.read_text() == ("*`make test` takes 11.2 min; `make test-fast` 50 s, on a machine where a bare "
-                                  "`import tensorflow` took 4.0 s ([docs/measurements.md](docs/measurements.md)).*"
+                                  "`import tensorflow` took 4.0 s.*"
                                   "\n\n| `cluster` | start processes | 8.3 min |\n")
 
 
