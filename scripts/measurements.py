@@ -833,7 +833,7 @@ def write_group_seconds():
 
 def test_times_line(calls, log):
     speed = log.get("tests", {}).get("import_tensorflow_s")
-    at_speed = f", on a machine where a bare `import tensorflow` took {speed:.1f} s" if speed else ""
+    at_speed = f" (a bare `import tensorflow` took {speed:.1f} s there then)" if speed else ""
     return (f"*`make test` takes {minutes(calls['all']['wall_seconds'])}; `make test-fast` "
             f"{minutes(calls['unit']['wall_seconds'])}{at_speed}.*")
 
