@@ -38,7 +38,7 @@ def test_wait_until_serving_returns_once_the_process_listens_on_its_port_and_say
         probe.bind(("", 0))
         port = probe.getsockname()[1]
     assert processes.port_is_free(port)
-    server = start(f"import socket, time; s = socket.socket(); s.bind(('', {port})); s.listen(); time.sleep(1); "
+    server = start(f"import socket, time; s = socket.socket(); s.bind(('', {port})); s.listen(); time.sleep(0.3); "
                    f"print('{loglines.SERVING} localhost:{port}', flush=True); time.sleep(60)", tmp_path / "server.log")
     try:
         processes.wait_until_serving(server, tmp_path / "server.log", port, timeout=30)
