@@ -802,14 +802,13 @@ TEST_TIMES_LINE = re.compile(r"\*`make test` takes [^*]+\*")
 TIER_ROW = re.compile(r"^(\| `(\w+)` \|[^|]+\|)[^|\n]*\|$", re.MULTILINE)
 
 
-def write_test_times():
-    """The README's Tests section: the two commands' wall times and each tier's test time in `make test`."""
+def write_test_times(log):
+    """The README's Tests section: the two commands' wall times (with the machine's speed from the ``log``) and
+    each tier's test time in `make test`."""
     calls = test_calls()
     if not calls:
         return False
     text = README.read_text()
-    log_path = OUT / "log.json"
-    log = json.loads(log_path.read_text()) if log_path.exists() else {}
     new = TEST_TIMES_LINE.sub(test_times_line(calls, log), text)
     tiers = calls["all"]["tiers"]
     new = TIER_ROW.sub(lambda row: f"{row.group(1)} {minutes(tiers.get(row.group(2), {'seconds': 0})['seconds'])} |", new)
@@ -949,7 +948,7 @@ def main(argv=None):
         return
     PAGE.write_text(page(log, startup))
     PEAKS.write_text(json.dumps(peaks_table(log), indent=1) + "\n")
-    changed = write_first_lines() + (["README.md's test times"] if write_test_times() else [])
+    changed = write_first_lines() + (["README.md's test times"] if write_test_times(log) else [])
     changed += [GROUP_SECONDS.name] if write_group_seconds() else []
     noted = write_time_notes()
     print(f"wrote {PAGE.relative_to(ROOT)}, {PEAKS.relative_to(ROOT)}, the first line of "

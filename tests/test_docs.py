@@ -196,7 +196,6 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
              "tiers": {tier: {"seconds": seconds, "tests": {"passed": count}} for tier, (seconds, count) in tiers.items()}}))
     assert measurements.finished("tests", tmp_path / "tests")
     log = {"tests": {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3], "import_tensorflow_s": 4.04}}
-    (tmp_path / "log.json").write_text(json.dumps(log))
     lines = measurements.tests_section(log)
     assert any("load 0.50; a bare `import tensorflow` took 4.04 s just before" in line for line in lines), \
         "the machine's speed when the tests ran"
@@ -209,7 +208,7 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
     readme = tmp_path / "README.md"
     readme.write_text("*`make test` takes (not measured yet).*\n\n| `cluster` | start processes | |\n")
     monkeypatch.setattr(measurements, "README", readme)
-    assert measurements.write_test_times()
+    assert measurements.write_test_times(log)
     assert readme.read_text() == ("*`make test` takes 11.2 min; `make test-fast` 50 s (a bare "
                                   "`import tensorflow` took 4.0 s there then).*"
                                   "\n\n| `cluster` | start processes | 8.3 min |\n")
