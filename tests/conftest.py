@@ -9,6 +9,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+# All that this test run, its kernels, tasks and programs put in the temporary folder goes into a folder of its
+# own (TMPDIR; pytest-xdist's workers inherit it): removed when every test passed, kept for a look otherwise.
+# Without it each run would leave hundreds of files in /tmp: nbval kills its kernels, so their own clean-up
+# (of TensorFlow's autograph files, the kernel launcher's folder) never runs.
+RUN_TMPDIR_VARIABLE = "PSLAB_TEST_TMPDIR"
+OWNS_RUN_TMPDIR = RUN_TMPDIR_VARIABLE not in os.environ  # the controlling process (or the only one)
+if OWNS_RUN_TMPDIR:
+    os.environ[RUN_TMPDIR_VARIABLE] = os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="pslab-tests-")
+tempfile.tempdir = os.environ[RUN_TMPDIR_VARIABLE]
 # Clusters of this test run record themselves in a directory of its own, never in ~/.cache
 # (labkit reads the variable when it writes; pytest-xdist's workers inherit it from the controller).
 STATE_DIR = os.environ["LABKIT_STATE_DIR"] = tempfile.mkdtemp(prefix="labkit-test-state-")
@@ -146,6 +155,18 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_unconfigure(config):
     shutil.rmtree(STATE_DIR, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own tmp_path clean-up
+def pytest_sessionfinish(session, exitstatus):
+    """Remove the run's temporary folder when every test passed; otherwise say where it is."""
+    if not OWNS_RUN_TMPDIR:
+        return
+    run_tmpdir = os.environ[RUN_TMPDIR_VARIABLE]
+    if exitstatus == pytest.ExitCode.OK:
+        shutil.rmtree(run_tmpdir, ignore_errors=True)
+    else:
+        session.config.get_terminal_writer().line(f"the test run's temporary files are kept in {run_tmpdir}")
 
 
 @pytest.fixture
