@@ -253,6 +253,26 @@ def test_a_cluster_over_the_task_limit_is_refused_before_any_process_starts(monk
         LocalCluster(num_workers=16, num_ps=1, name="too-big")
 
 
+def test_a_server_started_by_hand_over_the_task_limit_exits_before_tensorflow_loads(monkeypatch):
+    """Exercise 1 starts its servers by hand, not through a LocalCluster: each server checks its TF_CONFIG's
+    cluster against the limit itself. ``server.main()`` runs here, as ``python -m labkit.runtime.server`` runs it."""
+    from labkit.runtime import server
+
+    def loads_tensorflow():
+        raise AssertionError("the server went on to load TensorFlow")
+
+    monkeypatch.setattr(server, "tensorflow_server", loads_tensorflow)
+    monkeypatch.setenv(children.MAX_TASKS_VARIABLE, "4")
+    cluster = {"ps": ["localhost:2222"], "worker": [f"localhost:{port}" for port in range(2223, 2227)]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster, "task": {"type": "worker", "index": 3}}))
+    with pytest.raises(SystemExit, match="4 workers and 1 parameter servers in TF_CONFIG make 5 task processes, "
+                                         "but at most 4 are allowed here"):
+        server.main()
+    monkeypatch.setenv(children.MAX_TASKS_VARIABLE, "four")
+    with pytest.raises(SystemExit, match="LABKIT_MAX_TASKS must be a whole number"):
+        server.main()
+
+
 @pytest.mark.parametrize("limit, message", [("4", None), ("", None), ("four", "LABKIT_MAX_TASKS must be a whole number")])
 def test_the_task_limit_lets_a_cluster_within_it_start_and_names_a_bad_limit(monkeypatch, limit, message):
     monkeypatch.setenv(children.MAX_TASKS_VARIABLE, limit)

@@ -82,7 +82,8 @@ def check_task_limit(count, asked):
     """Raise a TaskLimitError if ``count`` task processes are more than ``LABKIT_MAX_TASKS`` allows.
 
     ``asked`` says what asked for them, e.g. "16 workers and 1 parameter servers". Every launcher of a
-    cluster's task processes calls this before it starts any.
+    cluster's task processes calls this before it starts any, and each task server checks its TF_CONFIG's
+    cluster again (so servers started by hand are capped too).
     """
     limit = os.environ.get(MAX_TASKS_VARIABLE)
     if not limit:

@@ -13,8 +13,7 @@ import os
 import sys
 import types
 
-from labkit.runtime import loglines, processes, tfconfig
-from labkit.runtime.children import exit_with_parent_if_started_by_one
+from labkit.runtime import children, loglines, processes, tfconfig
 
 SERVING_TASK_TYPES = ("ps", "worker")
 
@@ -34,6 +33,8 @@ def main():
                  f"{' and '.join(SERVING_TASK_TYPES)} tasks do; the chief runs your training "
                  "program and the evaluator runs an evaluation loop.")
 
+    exit_if_over_the_task_limit(config["cluster"])
+
     address = config["cluster"][task_type][task_index]
     port = int(address.rpartition(":")[2])
     if not processes.port_is_free(port):  # said at once, before TensorFlow loads
@@ -48,10 +49,20 @@ def main():
             raise
         exit_port_taken(address, port, f": {error.message}")  # taken since the check above
     # Started only now, so a parent that died during start-up is noticed at once here.
-    exit_with_parent_if_started_by_one()
+    children.exit_with_parent_if_started_by_one()
     print(f"{processes.SERVER_MODULE}: {task_type}:{task_index} {loglines.SERVING} {address} "
           "(listening on all interfaces, no authentication)", flush=True)
     server.join()
+
+
+def exit_if_over_the_task_limit(cluster):
+    """Exit, before TensorFlow loads, if the cluster's servers are more than ``LABKIT_MAX_TASKS`` allows:
+    so a cluster started by hand (exercise 1, an exported plan) is capped as a LocalCluster is."""
+    workers, ps = len(cluster.get("worker", [])), len(cluster.get("ps", []))
+    try:
+        children.check_task_limit(workers + ps, f"{workers} workers and {ps} parameter servers in TF_CONFIG")
+    except ValueError as error:  # a TaskLimitError, or a limit that is not a number
+        sys.exit(f"{processes.SERVER_MODULE}: {error}")
 
 
 def tensorflow_server():

@@ -40,8 +40,9 @@ whose parent exits. After the run (or at its ``--timeout``, when the worker is k
 with that marker, and every one the worker adopted, is killed, kernel and TensorFlow tasks included;
 a run that left processes behind says so in its row, and one that cannot be killed is reported,
 never stopping the others. ``LABKIT_MAX_TASKS`` (``--max-tasks``) caps the task processes of any
-cluster a notebook starts (a LocalCluster, an all-reduce run: ``children.check_task_limit``): a notebook
-asking for 16 workers gets a ``TaskLimitError`` and the status ``refused``.
+cluster a notebook starts (a LocalCluster, an all-reduce run, servers started by hand: ``children.check_task_limit``):
+a notebook asking for 16 workers gets a ``TaskLimitError`` and the status ``refused``; a server started by hand
+in too big a cluster exits saying why.
 
 Statuses: ``ok`` (it ran; checks may still fail), ``timeout``, ``kernel died`` (the checks it had not
 reached fail), ``refused`` (not an exercise, or over the task limit), ``leaked processes`` (it ran, but
