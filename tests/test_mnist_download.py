@@ -57,6 +57,7 @@ def test_the_timing_standin_has_full_mnist_size_and_says_what_it_is(empty_cache,
     assert standin.x_train.shape == (60_000, 784) and standin.x_test.shape == (10_000, 784)
     assert standin.x_train.dtype == np.float32 and standin.y_train.dtype == np.int64
     assert "TIMING STAND-IN" in repr(standin) and "accuracy means nothing" in standin.source
+    assert (standin.kind, subset.kind) == (data.TIMING_STANDIN, data.OFFLINE_SUBSET)  # what verdict.data_basis reads
     # Only the subset's own images, each kept with its own label.
     assert np.array_equal(standin.x_train[4000:8000], subset.x_train)
     assert np.array_equal(standin.y_test[1000:2000], subset.y_test)
