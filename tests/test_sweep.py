@@ -1,5 +1,6 @@
-"""`labkit sweep` runs a real papermill grid, goes on past a failing point and gathers results.csv;
-`labkit.tools.results.record` is the one way a notebook records its results."""
+"""`labkit sweep` runs a real papermill grid, goes on past a failing point and gathers results.csv and
+verdicts.csv, and says which verdicts held in every run; `labkit.tools.results.record` and `record_verdicts`
+are the one way a notebook records its results and its verdicts."""
 import csv
 import json
 
@@ -7,18 +8,22 @@ import nbformat
 import numpy as np
 import pytest
 
+from labkit import verdict
 from labkit.tools import cli, results, sweep
 
 
 def write_notebook(path):
-    """A tiny notebook with a parameters cell: it fails for x == 2 and records 2 * x otherwise."""
+    """A tiny notebook with a parameters cell: it records a verdict, then fails for x == 2 and records 2 * x
+    otherwise."""
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "pslab", "display_name": "pslab", "language": "python"}
     parameters = nbformat.v4.new_code_cell("x = 1\nlabel = 'a'\nresults_dir = None")
     parameters.metadata["tags"] = ["parameters"]
     notebook.cells = [
-        nbformat.v4.new_code_cell("import labkit\nfrom labkit.tools import results"),
+        nbformat.v4.new_code_cell("import labkit\nfrom labkit import verdict\nfrom labkit.tools import results"),
         parameters,
+        nbformat.v4.new_code_cell("results.record_verdicts(results_dir, [verdict.paired(\n"
+                                  "    'x_above_one', [x, x + 0.1, x + 0.2], [1.0, 1.0, 1.0], measure='x')])"),
         nbformat.v4.new_code_cell("assert x != 2, 'x must not be 2'"),
         nbformat.v4.new_code_cell("results.record(results_dir, doubled=2 * x, label=label)"),
     ]
@@ -42,7 +47,14 @@ def test_a_grid_runs_every_point_goes_on_past_a_failure_and_gathers_one_csv(tmp_
     for row in rows:  # one executed notebook per point, the failed one included
         executed = nbformat.read(tmp_path / "out" / row["point"] / "tiny.ipynb", as_version=4)
         assert bool(executed.metadata.papermill.exception) == (row["status"] == "failed")
-    assert "1 of 2 runs succeeded" in capsys.readouterr().out
+    with open(tmp_path / "out" / "verdicts.csv") as file:  # one row per run and verdict, the failed run's too
+        verdicts = list(csv.DictReader(file))
+    assert [(row["point"], row["status"], row["name"], row["verdict"]) for row in verdicts] == [
+        (rows[0]["point"], "failed", "x_above_one", "wins"), (rows[1]["point"], "ok", "x_above_one", "wins")]
+    assert float(verdicts[1]["effect"]) == pytest.approx(2.1) and float(verdicts[1]["interval_lo"]) > 0
+    printed = capsys.readouterr().out
+    assert "1 of 2 runs succeeded" in printed
+    assert "verdicts held in all 1 successful runs: x_above_one (wins)" in printed
 
 
 def test_an_unknown_parameter_is_refused_with_a_suggestion(tmp_path):
@@ -82,3 +94,44 @@ def test_record_refuses_what_one_csv_column_cannot_hold(tmp_path, values, error)
     with pytest.raises(error):
         results.record(tmp_path, **values)
     assert not (tmp_path / results.FILE_NAME).exists()
+
+
+def wins_by(gain, name="gain"):
+    return verdict.paired(name, [0.9 + gain] * 3, [0.9] * 3, measure="test accuracy", distinct_test_examples=10_000)
+
+
+def test_record_verdicts_keeps_one_entry_per_name_beside_the_values(tmp_path):
+    results.record(tmp_path, accuracy=0.9)
+    results.record_verdicts(tmp_path, [wins_by(0.02), wins_by(-0.02, "other")])
+    records = results.record_verdicts(tmp_path, [wins_by(0.0001)])  # the same name again: it replaces the first
+    recorded = results.load(tmp_path)
+    assert [(found["name"], found["verdict"]) for found in recorded["verdicts"]] == [("other", "loses"),
+                                                                                   ("gain", "cannot tell")]
+    assert records == [wins_by(0.0001).record()] and recorded["accuracy"] == 0.9
+    assert results.without_verdicts(recorded) == {"accuracy": 0.9}
+    assert results.record_verdicts(None, [wins_by(0.02)])[0]["verdict"] == "wins"  # a learner's run writes nothing
+
+
+@pytest.mark.parametrize("verdicts, match", [
+    ([wins_by(0.02), wins_by(0.03)], "share a name"),
+    ([wins_by(0.02).record() | {"effect": 0.0001}], "below the resolution floor"),  # a typed, wrong verdict
+])
+def test_record_verdicts_refuses_two_of_one_name_and_a_verdict_its_numbers_do_not_allow(tmp_path, verdicts, match):
+    with pytest.raises(ValueError, match=match):
+        results.record_verdicts(tmp_path, verdicts)
+    with pytest.raises(ValueError, match="record_verdicts"):
+        results.record(tmp_path, verdicts="wins")
+    assert not (tmp_path / results.FILE_NAME).exists()
+
+
+def test_a_sweep_says_which_verdicts_held_in_every_successful_run():
+    def row(run, name, found, status="ok"):
+        return {"point": run, "status": status, "name": name, "verdict": found}
+    rows = [row("00", "speed", "wins"), row("01", "speed", "wins"), row("02", "speed", "loses", "failed"),
+            row("00", "accuracy", "wins"), row("01", "accuracy", "cannot tell"), row("00", "bytes", "wins")]
+    across = sweep.verdicts_across_runs(rows, 2)
+    assert across == {"speed": {"wins": 2}, "accuracy": {"wins": 1, "cannot tell": 1}, "bytes": {"wins": 1}}
+    assert [name for name, counts in across.items() if sweep.held(counts, 2)] == ["speed"]
+    assert sweep.say_verdicts(across, 2) == ("verdicts held in all 2 successful runs: speed (wins)\n"
+                                             "verdicts that did not: accuracy (wins 1, cannot tell 1), "
+                                             "bytes (wins 1, not recorded 1)")

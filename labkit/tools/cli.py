@@ -240,7 +240,7 @@ def add_exercises(commands):
 
 # ----- sweep ------------------------------------------------------------------
 def cmd_sweep(args):
-    """Run a notebook over a grid of parameters with papermill and gather its results into results.csv."""
+    """Run a notebook over a grid of parameters with papermill; gather its results and verdicts into two CSV files."""
     from labkit.tools import sweep
 
     rows = sweep.run(args.notebook, sweep.parse_parameters(args.parameter), args.out, args.kernel)
@@ -257,7 +257,7 @@ def add_sweep(commands):
                               metavar=("NAME", "VALUE"),
                               help="a parameter and its values, read as YAML (repeat -p per parameter; "
                                    "none: one run at the defaults)")
-    sweep_parser.add_argument("--out", required=True, metavar="DIR", help="a new directory for the runs and results.csv")
+    sweep_parser.add_argument("--out", required=True, metavar="DIR", help="a new directory for the runs, results.csv and verdicts.csv")
     sweep_parser.add_argument("--kernel", default="pslab", help="Jupyter kernel (default: %(default)s)")
 
 

@@ -8,31 +8,65 @@ With a directory (``labkit sweep`` gives each run its own), this writes the valu
 ``results.json`` there, added to what earlier calls recorded. With ``None`` (a learner's
 run) it writes nothing but still checks the values, so a smoke run catches a bad one.
 Values are numbers, strings, booleans or None: one column each in ``results.csv``.
+
+Every comparison a notebook concludes is a ``labkit.verdict.Verdict``; ``record_verdicts(results_dir,
+verdicts)`` keeps them under ``"verdicts"`` in the same file, one entry per name (``labkit sweep`` gathers
+them into ``verdicts.csv`` and says which held in every run).
 """
 import json
 import numbers
 import re
 from pathlib import Path
 
+from labkit import verdict
+
 FILE_NAME = "results.json"
+VERDICTS = "verdicts"
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def record(results_dir, **values) -> dict:
     """Check ``values`` and, if ``results_dir`` is given, add them to its ``results.json``; return them."""
     checked = {key: _plain(key, value) for key, value in values.items()}
-    if results_dir is not None:
-        directory = Path(results_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / FILE_NAME
-        path.write_text(json.dumps(load(directory) | checked, indent=2) + "\n")
+    if VERDICTS in checked:
+        raise ValueError(f"{VERDICTS!r} is where record_verdicts keeps the verdicts: name this result otherwise.")
+    _write(results_dir, lambda recorded: recorded | checked)
     return checked
 
 
+def record_verdicts(results_dir, verdicts) -> list[dict]:
+    """Check each of ``verdicts`` (``labkit.verdict.Verdict``s, or their records) and, if ``results_dir`` is
+    given, add them to the "verdicts" list of its ``results.json`` (one replaces an earlier one of its name);
+    return their records."""
+    records = [verdict.check_record(dict(found)) if isinstance(found, dict) else found.record() for found in verdicts]
+    names = [found["name"] for found in records]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two verdicts share a name in {names}: give each comparison its own name.")
+
+    def added(recorded):
+        kept = [found for found in recorded.get(VERDICTS, []) if found["name"] not in names]
+        return recorded | {VERDICTS: kept + records}
+    _write(results_dir, added)
+    return records
+
+
+def _write(results_dir, change):
+    """Replace ``results_dir``'s results.json by ``change(what it holds)``; nothing without a directory."""
+    if results_dir is not None:
+        directory = Path(results_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / FILE_NAME).write_text(json.dumps(change(load(directory)), indent=2) + "\n")
+
+
 def load(results_dir) -> dict:
-    """What a run recorded in ``results_dir`` ({} if it recorded nothing)."""
+    """What a run recorded in ``results_dir`` ({} if it recorded nothing); its verdicts under "verdicts"."""
     path = Path(results_dir) / FILE_NAME
     return json.loads(path.read_text()) if path.exists() else {}
+
+
+def without_verdicts(recorded) -> dict:
+    """``load()``'s result without its verdicts: the values, one CSV column each."""
+    return {key: value for key, value in recorded.items() if key != VERDICTS}
 
 
 def _plain(key, value):

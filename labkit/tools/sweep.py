@@ -6,9 +6,12 @@ runs every combination (here 4 points), each as its own executed notebook in
 ``<out>/<point>/``. Each run gets ``results_dir`` = its point's directory, where the
 notebook's ``labkit.tools.results.record(...)`` calls write ``results.json``. A point that fails is
 reported and the sweep goes on. After every point ``<out>/results.csv`` is rewritten: one row
-per point with its parameters, status, wall time, peak memory (labkit.tools.memory) and recorded results.
+per point with its parameters, status, wall time, peak memory (labkit.tools.memory) and recorded results;
+and ``<out>/verdicts.csv``: one row per point and verdict (``results.record_verdicts``). At the end the
+sweep says which verdicts held (the same in every run that succeeded) and which did not.
 With no ``-p`` at all it runs the notebook once with its defaults (a timing run).
 """
+import collections
 import csv
 import difflib
 import itertools
@@ -85,7 +88,51 @@ def run_point(notebook, point, directory, kernel_name="pslab", records_results=T
         except Exception as error:  # a failed point is reported; the sweep goes on
             row.update(status="failed", error=describe(error))
     row.update(seconds=round(time.monotonic() - began, 1), **memory.peaks())
-    return row | results.load(directory)
+    return row | results.without_verdicts(results.load(directory))
+
+
+def verdict_rows(row, directory) -> list[dict]:
+    """One row per verdict the run in ``directory`` recorded: its point (whose parameters are in results.csv's
+    row of that point, and in its name) and status, then the verdict."""
+    found = results.load(directory).get(results.VERDICTS, [])
+    return [{"point": row["point"], "status": row["status"], **flat_verdict(record)} for record in found]
+
+
+def flat_verdict(record) -> dict:
+    """A verdict record with its interval as two columns, interval_lo and interval_hi."""
+    flat = {}
+    for key, value in record.items():
+        if key == "interval":
+            flat["interval_lo"], flat["interval_hi"] = value
+        else:
+            flat[key] = value
+    return flat
+
+
+def verdicts_across_runs(rows, runs) -> dict[str, dict]:
+    """For each verdict name in ``rows`` (``verdict_rows``), over the ``runs`` that succeeded: how many gave each
+    verdict ({"wins": 2, ...}). One held if every run recorded it, and the same: ``held(counts, runs)``."""
+    counts = collections.defaultdict(collections.Counter)
+    for row in rows:
+        if row["status"] == "ok":
+            counts[row["name"]][row["verdict"]] += 1
+    return {name: dict(found) for name, found in counts.items()}
+
+
+def held(counts, runs) -> bool:
+    """Whether one verdict name's ``counts`` (from ``verdicts_across_runs``) came out the same in all ``runs``."""
+    return list(counts.values()) == [runs]
+
+
+def say_verdicts(across, runs) -> str:
+    """Which verdicts held over ``runs`` successful runs and which did not, in two lines."""
+    def counted(counts):
+        missing = runs - sum(counts.values())
+        return ", ".join(f"{found} {count}" for found, count in counts.items()) + (f", not recorded {missing}" if missing else "")
+    kept = [f"{name} ({next(iter(counts))})" for name, counts in across.items() if held(counts, runs)]
+    varied = [f"{name} ({counted(counts)})" for name, counts in across.items() if not held(counts, runs)]
+    return (f"verdicts held in all {runs} successful runs: {', '.join(kept) or 'none'}\n"
+            f"verdicts that did not: {', '.join(varied) or 'none'}")
 
 
 def describe(error):
@@ -95,7 +142,7 @@ def describe(error):
 
 
 def run(notebook, grid, out_dir, kernel_name="pslab") -> list[dict]:
-    """Run every point of the grid; write ``results.csv`` after each; return the rows."""
+    """Run every point of the grid; write ``results.csv`` and ``verdicts.csv`` after each; return the rows."""
     notebook, out_dir = Path(notebook).resolve(), Path(out_dir).resolve()
     records_results = check(notebook, grid)
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -103,7 +150,7 @@ def run(notebook, grid, out_dir, kernel_name="pslab") -> list[dict]:
     if not records_results:
         print(f"note: {notebook.name} has no {RESULTS_PARAMETER!r} parameter, so results.csv gets only "
               "status, time and memory. See labkit/tools/results.py to make it record its results.")
-    rows = []
+    rows, verdicts = [], []
     grid_points = points(grid)
     with tqdm(grid_points, desc=f"sweep {notebook.stem}", unit="run") as progress:
         for index, point in enumerate(progress):
@@ -112,11 +159,18 @@ def run(notebook, grid, out_dir, kernel_name="pslab") -> list[dict]:
             row = run_point(notebook, point, out_dir / name, kernel_name, records_results)
             rows.append(row)
             write_csv(rows, out_dir / "results.csv")
+            verdicts += verdict_rows(row, out_dir / name)
+            if verdicts:
+                write_csv(verdicts, out_dir / "verdicts.csv")
             tqdm.write(f"{name}: {row['status']} in {row['seconds']} s"
                        + (f" ({row['error']})" if row["error"] else ""))
     failed = [row["point"] for row in rows if row["status"] != "ok"]
     print(f"{len(rows) - len(failed)} of {len(rows)} runs succeeded; results in {out_dir / 'results.csv'}"
           + (f"; failed: {', '.join(failed)} (their executed notebooks show the error)" if failed else ""))
+    if verdicts:
+        succeeded = len(rows) - len(failed)
+        print(f"{say_verdicts(verdicts_across_runs(verdicts, succeeded), succeeded)}\n"
+              f"each run's verdicts are in {out_dir / 'verdicts.csv'}")
     return rows
 
 
