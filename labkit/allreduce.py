@@ -19,6 +19,7 @@ collective per step. Our datasets are endless but TensorFlow cannot tell, so ``S
 """
 import argparse
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -249,16 +250,29 @@ class AllReduceError(RuntimeError):
 def run_all_reduce(*setups, program=None, timeout=600.0, log_dir=None):
     """Run each setup in turn under MultiWorkerMirroredStrategy, on one set of local worker processes.
 
-    Every worker runs ``program(setups, progress)`` (default: ``all_reduce_worker``): its source is
-    written to ``log_dir`` and executed in each worker with this module's names, so a notebook's
-    copy of the function, edited there, is what the workers run.
+    Every worker runs ``program(setups, progress)`` (default: ``all_reduce_worker``; ``run_workers``).
     Returns one dict per setup: {phase name: Phase} (times, losses and accuracies from worker 0;
     bytes from every worker), "held_bytes", "weights_digest" and "rss_bytes" per worker, and the
-    workers' "pids". Whatever happens (an error, Ctrl-C), the processes are gone when it returns or
-    raises. The workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a
-    clean run). More workers than ``LABKIT_MAX_TASKS`` allows are refused (``children.check_task_limit``).
+    workers' "pids".
     """
-    program = program or all_reduce_worker
+    reports, pids = run_workers(program or all_reduce_worker, setups, sum(_total_samples(setup) for setup in setups),
+                                timeout, log_dir)
+    return [_combine([report[number] for report in reports]) | {"pids": pids} for number in range(len(setups))]
+
+
+def run_workers(program, setups, total_samples, timeout=600.0, log_dir=None):
+    """Start ``setups[0].num_workers`` processes of ``python -m labkit.allreduce``, each running
+    ``program(setups, progress)`` with its own TF_CONFIG; wait for them. Returns (each worker's
+    return value, in worker order; their pids by task name).
+
+    ``setups`` are dataclasses of one class with a ``num_workers`` field (``Setup``, or a lab's own).
+    ``program``'s source is written to ``log_dir`` and executed in each worker with this module's
+    names, so a notebook's copy of the function, edited there, is what the workers run; it calls
+    ``progress(samples)`` as it goes (``total_samples`` in all, shown from worker 0).
+    Whatever happens (an error, Ctrl-C), the processes are gone when it returns or raises. The
+    workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a clean
+    run). More workers than ``LABKIT_MAX_TASKS`` allows are refused (``children.check_task_limit``).
+    """
     sizes = {setup.num_workers for setup in setups}
     if len(sizes) != 1:
         raise ValueError(f"the setups ask for different numbers of workers ({sorted(sizes)}); "
@@ -271,23 +285,24 @@ def run_all_reduce(*setups, program=None, timeout=600.0, log_dir=None):
     program_path = log_dir / "program.py"
     program_path.write_text(textwrap.dedent(inspect.getsource(program)))
     cluster = {"worker": [f"{HOST}:{pick_port()}" for _ in range(num_workers)]}
+    setup_class = f"{type(setups[0]).__module__}:{type(setups[0]).__qualname__}"
     setup_arguments = [argument for setup in setups for argument in ("--setup", json.dumps(asdict(setup)))]
     workers = []
     try:
-        for index in range(len(cluster["worker"])):
+        for index in range(num_workers):
             workers.append(children.start_program("labkit.allreduce", "--program", str(program_path),
-                                                  "--function", program.__name__, *setup_arguments,
-                                                  "--out", str(log_dir / f"worker-{index}.json"),
+                                                  "--function", program.__name__, "--setup-class", setup_class,
+                                                  *setup_arguments, "--out", str(log_dir / f"worker-{index}.json"),
                                                   tf_config=tf_config(cluster, index),
                                                   log_path=log_dir / f"worker-{index}.log"))
-        _wait(workers, log_dir, sum(_total_samples(setup) for setup in setups), timeout)
+        _wait(workers, log_dir, total_samples, timeout)
     finally:
         processes.stop(workers)
-    reports = [json.loads((log_dir / f"worker-{index}.json").read_text()) for index in range(len(workers))]
+    reports = [json.loads((log_dir / f"worker-{index}.json").read_text()) for index in range(num_workers)]
     pids = {f"worker:{index}": worker.pid for index, worker in enumerate(workers)}
     if own_log_dir:
         shutil.rmtree(log_dir)
-    return [_combine([report[number] for report in reports]) | {"pids": pids} for number in range(len(setups))]
+    return reports, pids
 
 
 def tf_config(cluster, index):
@@ -345,11 +360,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m labkit.allreduce", description=main.__doc__)
     parser.add_argument("--program", required=True, help="a Python file that defines the worker program")
     parser.add_argument("--function", required=True, help="its name, called as function(setups, progress)")
-    parser.add_argument("--setup", required=True, action="append", help="a Setup as JSON (repeat for more)")
+    parser.add_argument("--setup-class", default=f"{__name__}:Setup", help="the setups' dataclass, as module:Class")
+    parser.add_argument("--setup", required=True, action="append", help="a setup as JSON (repeat for more)")
     parser.add_argument("--out", required=True, help="where to write this worker's results (JSON)")
     args = parser.parse_args(argv)
     children.exit_with_parent_if_started_by_one()
-    setups = [Setup(**json.loads(setup)) for setup in args.setup]
+    module, _, name = args.setup_class.partition(":")
+    setup_class = getattr(importlib.import_module(module), name)
+    setups = [setup_class(**json.loads(setup)) for setup in args.setup]
     namespace = dict(globals())  # the program sees this module's names, as the notebook's imports give them
     exec(compile(Path(args.program).read_text(), args.program, "exec"), namespace)
     done = 0

@@ -110,6 +110,18 @@ def power_law_ids(rows, ids_per_example, batch_size, seed=0, input_context=None)
     return tf.data.Dataset.range(2 ** 62).map(batch).prefetch(2)
 
 
+def ratings_dataset_fn(ratings, batch_size, seed=0):
+    """A ``dataset_fn`` of ({"user": ids, "item": ids}, rating) training batches of ``ratings``
+    (a ``labkit.ratings.Ratings``), each worker in its own order (``shuffled_batches``), read from files."""
+    files = ratings.training_files()
+
+    def dataset_fn(input_context=None):
+        users, items, values = (file.read() for file in files)
+        batches = shuffled_batches((users, items, values), batch_size, seed, input_context)
+        return batches.map(lambda user, item, rating: ({"user": user, "item": item}, rating))
+    return dataset_fn
+
+
 def next_token_windows(ids, sequence_length, batch_size, seed=0):
     """Shuffled, repeating batches of (input, target) windows: the target is the input shifted by one."""
     windows = token_windows(ids, sequence_length)

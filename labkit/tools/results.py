@@ -7,7 +7,8 @@ A notebook's ``parameters`` cell has ``results_dir = None``; its last section ca
 With a directory (``labkit sweep`` gives each run its own), this writes the values to
 ``results.json`` there, added to what earlier calls recorded. With ``None`` (a learner's
 run) it writes nothing but still checks the values, so a smoke run catches a bad one.
-Values are numbers, strings, booleans or None: one column each in ``results.csv``.
+Values are numbers, strings, booleans or None, or a list of them (one per task, say): one column each in
+``results.csv``, a list as its JSON text.
 
 Every comparison a notebook concludes is a ``labkit.verdict.Verdict``; ``record_verdicts(results_dir,
 verdicts)`` keeps them under ``"verdicts"`` in the same file, one entry per name (``labkit sweep`` gathers
@@ -80,5 +81,7 @@ def _plain(key, value):
         return int(value)
     if isinstance(value, numbers.Real):
         return float(value)
-    raise TypeError(f"result {key!r} is a {type(value).__name__}; record numbers, strings, booleans or None "
-                    "(one CSV column each), e.g. float(accuracy) or one result per list element.")
+    if isinstance(value, (list, tuple)) and not any(isinstance(element, (list, tuple, dict)) for element in value):
+        return [_plain(key, element) for element in value]
+    raise TypeError(f"result {key!r} is a {type(value).__name__}; record numbers, strings, booleans or None, or a "
+                    "list of them (one CSV column each), e.g. float(accuracy).")

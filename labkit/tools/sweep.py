@@ -15,6 +15,7 @@ import collections
 import csv
 import difflib
 import itertools
+import json
 import re
 import time
 from pathlib import Path
@@ -175,9 +176,10 @@ def run(notebook, grid, out_dir, kernel_name="pslab") -> list[dict]:
 
 
 def write_csv(rows, path):
-    """Rows with possibly different keys as one CSV: the union of the columns, in first-seen order."""
+    """Rows with possibly different keys as one CSV: the union of the columns, in first-seen order; a list as its JSON text."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
     with open(path, "w", newline="") as file:
         writer = csv.DictWriter(file, fieldnames=columns)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({key: json.dumps(value) if isinstance(value, list) else value for key, value in row.items()}
+                         for row in rows)
