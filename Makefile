@@ -16,7 +16,7 @@ WHEELHOUSE := wheelhouse
 
 .DEFAULT_GOAL := help
 .PHONY: help lab lab-small test test-fast test-defaults install install-test kernel exercises doctor doctor-small bench \
-	bench-report bench-startup measurements docs site check-platforms test-offline-install learner-bundle clean-runs
+	bench-report bench-startup measurements docs sync-notebooks site check-platforms test-offline-install learner-bundle clean-runs
 
 help: ## list the targets, one line each
 	@echo "PS Lab: make lab to start, make test to check everything. Targets:"
@@ -63,17 +63,16 @@ lab: install ## install if needed, copy the notebooks into work/ (once), cache f
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-# One pytest call on two workers. Each worker runs its share of the test files, the longest first, from
-# their seconds in the last `make measurements` (tests/conftest.py; pyproject's --dist each); a smoke
-# notebook's cells and the tests that read its executed copy (pytest.mark.reads) run in one process.
+# One pytest call on two workers; each test file runs whole on one of them (pyproject's --dist loadfile).
 test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
 	$(PY) -m pytest -n 2
 
 test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
 	$(PY) -m pytest -m unit -n 2
 
+# nbval runs each notebook cell by cell, reporting each cell (outputs not compared: --nbval-lax).
 test-defaults: install-test ## run every notebook with its learner defaults, as a learner runs it
-	$(PY) -m pytest notebooks
+	$(PY) -m pytest --nbval-lax --nbval-kernel-name=pslab notebooks
 
 exercises: install ## regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise)
 	$(PY) -m labkit.tools.exercises
@@ -84,20 +83,24 @@ doctor: install ## the workshop pre-flight: labkit doctor --workshop
 doctor-small: ## make doctor for a laptop that will use make lab-small: memory judged with the offline MNIST subset
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) doctor
 
-bench: install ## the speed sweep: labkit bench (results in runs/bench/sweep)
-	$(PY) -m labkit.tools.cli bench --out runs/bench/sweep
+bench: install ## the speed benchmark: labkit bench (results in runs/bench/points)
+	$(PY) -m labkit.tools.cli bench --out runs/bench/points
 
-bench-report: install ## the speed sweep through notebook 08: labkit bench --report
+bench-report: install ## the speed benchmark through notebook 08: labkit bench --report
 	$(PY) -m labkit.tools.cli bench --report --out runs/bench/report
 
 bench-startup: install ## cluster start-up against a bare TensorFlow import: labkit bench startup
 	$(PY) -m labkit.tools.cli bench startup
 
-measurements: install ## run the tests, every notebook, solution and benchmark; write docs/measurements.md (resumable)
-	$(PY) scripts/measurements.py
+measurements: install ## measure what the pages quote (resumable), then write docs/measurements.md and the quotes
+	$(PY) -m measurements
 
-docs: install ## regenerate docs/cli.md from the labkit command's parser
-	$(PY) scripts/cli_reference.py
+docs: install ## regenerate docs/cli.md (the command's parser) and contributing.md's layers, retired names and layout
+	$(PY) -m labkit.tools.pages
+
+# A notebook definition marked `# labkit: NAME` is a copy of labkit's NAME (labkit/tools/notebook_copies.py).
+sync-notebooks: install ## rewrite each notebook definition marked `# labkit: NAME` from labkit's source
+	$(PY) -m labkit.tools.notebook_copies
 
 site: install ## build the HTML book of the executed notebooks into runs/site (needs the site extra)
 	$(PY) scripts/build_site.py

@@ -1,30 +1,17 @@
-"""The import rule: labkit's modules import only their own layer and the layers below it, as
-docs/contributing.md states; and what a process loads (a task server does not load the cluster)."""
+"""The import rule: labkit's modules import only their own layer and the layers below it (the layers of
+labkit/tools/conventions.py, which docs/contributing.md states); what a process loads (a task server does not
+load the cluster); no function takes more than MAX_PARAMETERS parameters."""
 import ast
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from labkit.tools.conventions import LAYERS
 
 ROOT = Path(__file__).resolve().parents[1]
 LABKIT = ROOT / "labkit"
 
-# Top to bottom, written once: a module may import its own layer and those below it. The package
-# itself (`labkit`: the public API, importable before TensorFlow) may be imported from anywhere.
-LAYERS = [
-    ("tools", ["tools"]),
-    ("widgets", ["widgets", "explorer"]),
-    ("checks and benchmarks", ["checks", "bench"]),
-    ("deployment", ["deploy"]),
-    ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
-    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict", "over_seeds"]),
-    ("content", ["data", "pipelines", "models"]),
-    ("cluster", ["cluster", "registry"]),
-    ("runtime", ["runtime"]),
-]
 # What the package imports for its public API (tools.display: figures as images, in a kernel only).
 PACKAGE_IMPORTS = {"runtime", "cluster", "tools"}
 
@@ -33,7 +20,7 @@ def layer_of(module):
     """The index in LAYERS of ``labkit.<module>``'s top-level part."""
     top = module.split(".")[0]
     found = [index for index, (_, parts) in enumerate(LAYERS) if top in parts]
-    assert found, f"labkit.{module} is in no layer: add it to LAYERS and to docs/contributing.md"
+    assert found, f"labkit.{module} is in no layer: add it to LAYERS in labkit/tools/conventions.py"
     return found[0]
 
 
@@ -82,14 +69,6 @@ def test_the_package_imports_only_its_public_api():
     assert imported <= PACKAGE_IMPORTS, imported - PACKAGE_IMPORTS
 
 
-def test_contributing_states_the_same_layers():
-    text = (ROOT / "docs" / "contributing.md").read_text()
-    stated = re.search(r"^Layers, top to bottom: (.+)$", text, re.MULTILINE)
-    assert stated, "docs/contributing.md must state the layers in one line: 'Layers, top to bottom: ...'"
-    written = "; ".join(f"{name} ({', '.join(f'`{part}`' for part in parts)})" for name, parts in LAYERS) + "."
-    assert stated.group(1) == written, f"docs/contributing.md's layers differ from tests/test_layers.py's: write\n{written}"
-
-
 def test_an_import_from_a_layer_above_is_caught(tmp_path, monkeypatch):
     (tmp_path / "train.py").write_text("def f():\n    from labkit.tools import grade\n")
     (tmp_path / "tools").mkdir()
@@ -134,3 +113,39 @@ def test_a_reexport_is_caught(tmp_path):
     (tmp_path / "faults.py").write_text("from labkit.recovery import PS_FAILURES, mnist_job  # noqa: F401\n"
                                         "def f():\n    return PS_FAILURES\n")
     assert reexports(tmp_path / "faults.py") == ["mnist_job (from labkit.recovery)"]
+
+
+MAX_PARAMETERS = 8  # more: group them in a dataclass (train.Recording, bench.Connected)
+# Being brought down to MAX_PARAMETERS by their labs' own change; remove each here once it is.
+BEING_REDUCED = {"compression.train_mnist", "compression.CompressedSGD.__init__", "recovery.train_with_recovery",
+                 "staleness.train_mnist_over_seeds"}
+
+
+def long_signatures(root):
+    """{"module.function": its number of parameters, self and cls not counted} of every function of the package
+    at ``root`` that takes more than MAX_PARAMETERS."""
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            for child in node.body if isinstance(node, (ast.Module, ast.ClassDef)) else []:
+                if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                arguments = child.args
+                names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+                count = len(names) - (names[:1] in (["self"], ["cls"])) + bool(arguments.vararg) + bool(arguments.kwarg)
+                if count > MAX_PARAMETERS:
+                    found[f"{module}.{node.name + '.' if isinstance(node, ast.ClassDef) else ''}{child.name}"] = count
+    return found
+
+
+def test_no_function_takes_more_than_eight_parameters():
+    found = long_signatures(LABKIT)
+    assert set(found) - BEING_REDUCED == set(), f"group parameters in a dataclass: {found}"
+    assert BEING_REDUCED - set(found) == set(), "these take 8 or fewer now: remove them from BEING_REDUCED"
+
+
+def test_a_long_signature_is_found(tmp_path):
+    (tmp_path / "lab.py").write_text("def run(a, b, c, d, e, f, g, h, *rest):\n    pass\n\n\nclass Job:\n"
+                                     "    def __init__(self, a, b, c, d, e, f, g, h):\n        pass\n")
+    assert long_signatures(tmp_path) == {"lab.run": 9}
