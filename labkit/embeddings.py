@@ -24,6 +24,7 @@ import psutil
 import tensorflow as tf
 
 from labkit import traffic, train
+from labkit.sharding import task_of
 from labkit.runtime import processes
 
 SPREAD_MULTIPLIER = 2_654_435_761  # a prime near 2**32 / golden ratio (Knuth's multiplicative hashing)
@@ -169,19 +170,25 @@ class TablePartitioner:
         return [self.num_shards if rows >= self.min_rows else 1] + [1] * (max(shape.rank, 1) - 1)
 
 
-# ----- what each parameter server does: bytes and CPU ----------------------------------------------
+# ----- what each parameter server does: rows, bytes and CPU ------------------------------------------
 @dataclass
 class Load:
-    """What each parameter server did per step over a measured stretch: bytes through its sockets
-    (received + sent; None where `ss` cannot count them) and CPU seconds."""
+    """What each parameter server did per step over a measured stretch: the distinct rows the steps asked of it
+    (counted by the steps themselves), the bytes through its sockets (received + sent; None where `ss` cannot
+    count them) and its CPU seconds."""
 
+    rows_per_step: dict
     bytes_per_step: dict | None
     cpu_seconds_per_step: dict
 
     @property
     def measured(self):
-        """What the shares come from: the bytes where `ss` counted them, else the CPU seconds."""
-        return self.bytes_per_step if self.bytes_per_step is not None else self.cpu_seconds_per_step
+        """What the shares come from: the bytes where `ss` counted them, else the rows asked."""
+        return self.bytes_per_step if self.bytes_per_step is not None else self.rows_per_step
+
+    @property
+    def unit(self):
+        return "bytes" if self.bytes_per_step is not None else "rows asked"
 
     @property
     def shares(self):
@@ -193,34 +200,33 @@ class Load:
     def hottest_share(self):
         return max(self.shares.values())
 
-    @property
-    def unit(self):
-        return "bytes" if self.bytes_per_step is not None else "CPU seconds"
 
-
-def measure_load(coordinator, train_steps, iterator, ps_pids, steps, steps_per_closure):
-    """Run ``steps`` steps (closures of ``steps_per_closure``, each ``train_steps(iterator)``; a ``TableLoad``'s
-    take None) and measure each parameter server's ``Load`` over them. ``ps_pids``: server name -> process id.
-    One closure per worker warms up first, unmeasured."""
+def measure_load(coordinator, load, ps_pids, steps, steps_per_closure):
+    """Run ``steps`` steps of ``load`` (a ``LoadSteps``, in closures of ``steps_per_closure``) and measure each
+    parameter server's ``Load`` over them. ``ps_pids``: server name -> process id. One closure per worker
+    warms up first, unmeasured."""
     def schedule(closures):
         for _ in range(closures):
-            coordinator.schedule(train_steps, args=(iterator,))
+            coordinator.schedule(load.steps, args=(None,))
         coordinator.join()
 
     def read():
         cpu = {name: processes.cpu_seconds(pid) for name, pid in ps_pids.items()}
         sockets = {name: traffic.process_traffic([pid]) for name, pid in ps_pids.items()} if traffic.available() else None
-        return cpu, sockets
+        return load.rows_asked.numpy(), cpu, sockets
 
     schedule(coordinator.strategy.extended._num_workers)  # noqa: SLF001 (TF keeps the worker count there)
-    cpu_before, sockets_before = read()
+    rows_before, cpu_before, sockets_before = read()
     schedule(steps // steps_per_closure)
-    cpu_after, sockets_after = read()
+    rows_after, cpu_after, sockets_after = read()
+    rows = dict.fromkeys(ps_pids, 0.0)
+    for server, asked in zip(load.servers, rows_after - rows_before):  # a server may hold several shards
+        rows[server] += asked / steps
     cpu = {name: (cpu_after[name] - cpu_before[name]) / steps for name in ps_pids}
     if sockets_before is None:
-        return Load(None, cpu)
+        return Load(rows, None, cpu)
     moved = {name: sockets_after[name] - sockets_before[name] for name in ps_pids}
-    return Load({name: (traffic.received + traffic.sent) / steps for name, traffic in moved.items()}, cpu)
+    return Load(rows, {name: (traffic.received + traffic.sent) / steps for name, traffic in moved.items()}, cpu)
 
 
 # ----- memory: measured per process, predicted, and a budget ----------------------------------------
@@ -320,11 +326,15 @@ class TableLoad:
     steps: int = 20
 
     def build(self, strategy, spread_ids=None, lookup_rows=lookup, steps_per_closure=1):
-        """(model, optimizer, a function running ``steps_per_closure`` training steps; call it with None), under
-        ``strategy``. No dataset: the ids are drawn in the step, so there is no iterator to free afterwards."""
+        """A ``LoadSteps`` under ``strategy``: the model, its optimizer, and a function running ``steps_per_closure``
+        training steps (call it with None). No dataset: the ids are drawn in the step, so there is no iterator
+        to free afterwards. Under parameter servers each step also counts the distinct rows it asks of each shard."""
         with strategy.scope():
             model = recommender(1, self.rows, self.dim, spread_ids, lookup_rows)
             optimizer = tf.keras.optimizers.legacy.Adagrad(LEARNING_RATE)
+            item_shards = shards(model.get_layer("item_table").table)
+            counting = isinstance(strategy, tf.distribute.ParameterServerStrategy)
+            rows_asked = tf.Variable(tf.zeros([len(item_shards)], tf.int64), trainable=False) if counting else None
 
         def one_step(_):
             items = draw_items(self.rows, self.ids_per_batch, self.zipf_exponent)
@@ -333,8 +343,27 @@ class TableLoad:
                 loss = mean_squared_error(tf.zeros_like(predictions), predictions) / strategy.num_replicas_in_sync
             gradients = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(gradients, model.trainable_variables))
+            if counting:
+                placed = items if spread_ids is None else spread_ids(items, self.rows)
+                shard, _ = shard_of(tf.unique(placed).y, [int(variable.shape[0]) for variable in item_shards])
+                rows_asked.assign_add(tf.math.bincount(shard, minlength=len(item_shards), maxlength=len(item_shards),
+                                                       dtype=tf.int64))
             return loss
-        return model, optimizer, train.pack_steps(strategy, one_step, steps_per_closure)
+        servers = [task_of(variable.device) for variable in item_shards]
+        return LoadSteps(model, optimizer, train.pack_steps(strategy, one_step, steps_per_closure), rows_asked, servers)
+
+
+@dataclass
+class LoadSteps:
+    """A built ``TableLoad``: the model, its optimizer, ``steps`` (a function to schedule with the argument None),
+    ``rows_asked`` (under parameter servers: the distinct rows the steps asked of each shard of the item table, in
+    a variable on a parameter server) and ``servers`` (the server holding each shard, in shard order)."""
+
+    model: object
+    optimizer: object
+    steps: object
+    rows_asked: object
+    servers: list
 
 
 def memory_on_parameter_servers(cluster, coordinator, setups):
@@ -344,11 +373,11 @@ def memory_on_parameter_servers(cluster, coordinator, setups):
     pids = {task.name: task.pid for task in cluster.tasks}
     points, kept, rows = [{"rows": 0, "memory_mb": task_memory_mb(pids)}], [], 0
     for setup in setups:
-        model, optimizer, step = setup.build(coordinator.strategy)
+        built = setup.build(coordinator.strategy)
         for _ in range(setup.steps):
-            coordinator.schedule(step, args=(None,))
+            coordinator.schedule(built.steps, args=(None,))
         coordinator.join()
-        kept.append((model, optimizer, step))
+        kept.append(built)
         rows += setup.rows
         points.append({"rows": rows, "memory_mb": task_memory_mb(pids)})
     return points
@@ -367,14 +396,14 @@ def all_reduce_tables(setups, progress):
     me = {"worker": os.getpid()}
     points, kept, rows = [{"rows": 0, "memory_mb": embeddings.task_memory_mb(me)["worker"]}], [], 0
     for setup in setups:
-        model, optimizer, step = setup.build(strategy)
-        step(None)  # warm-up: tracing, the optimizer's slots, the collectives' first handshake
+        built = setup.build(strategy)
+        built.steps(None)  # warm-up: tracing, the optimizer's slots, the collectives' first handshake
         meter = Meter({}, [os.getpid()])
         meter.begin()
         for _ in range(setup.steps):
-            step(None)
+            built.steps(None)
         meter.end()
-        kept.append((model, optimizer, step))
+        kept.append(built)
         rows += setup.rows
         link = None if meter.bytes is None else (meter.bytes.sent + meter.bytes.received) / setup.steps
         points.append({"rows": rows, "memory_mb": embeddings.task_memory_mb(me)["worker"], "link_bytes_per_step": link})

@@ -1,4 +1,4 @@
-"""The five exercises: exercises/ is generated from solutions/ and in sync with it; every exercise
+"""The six exercises: exercises/ is generated from solutions/ and in sync with it; every exercise
 notebook runs up to its first stub and fails there; then, in the same kernel, as a learner who writes
 the answers goes on, the solution's cells pass their checks with small parameters; and each exercise's
 checks reject at least one typical wrong answer."""

@@ -30,11 +30,13 @@ EX4_CHECKS = ["one time per worker count", "timed on the cluster", "differences 
               "time vs workers plot"]
 EX5_CHECKS = ["version counter", "staleness filter", "stale updates dropped", "histogram read"]
 EX3_CHECKS = ["checkpoints saved", "resumed from the checkpoint", "trained to the end"]
-ALL_CHECKS = len(EX1_CHECKS + EX2_CHECKS + EX3_CHECKS + EX4_CHECKS + EX5_CHECKS)  # every exercise's: the total's maximum
+EX6_CHECKS = ["a permutation", "your spreading on the cluster", "the busiest server cooled"]
+ALL_CHECKS = len(EX1_CHECKS + EX2_CHECKS + EX3_CHECKS + EX4_CHECKS + EX5_CHECKS + EX6_CHECKS)  # the total's maximum
 EX_TITLES = {"ex1": "Exercise 1 · A parameter-server cluster by hand", "ex2": "Exercise 2 · Gradient compression",
              "ex3": "Exercise 3 · Checkpoints and recovery",
              "ex4": "Exercise 4 · Training time against the number of workers",
-             "ex5": "Exercise 5 · Asynchronous updates with staleness checks"}
+             "ex5": "Exercise 5 · Asynchronous updates with staleness checks",
+             "ex6": "Exercise 6 · Hot keys on the parameter servers"}
 # Gradescope's results.json as its autograder specification describes it (the fields the kit writes).
 GRADESCOPE_RESULTS = {
     "type": "object", "required": ["score", "tests"],
@@ -196,7 +198,7 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
         canvas = list(csv.reader(file))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *EX_TITLES.values(),
                          "PS Lab exercises"], "a column per exercise, then the total"
-    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "2", "3", "4", "4", str(ALL_CHECKS)], \
+    assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "2", "3", "4", "4", "3", str(ALL_CHECKS)], \
         "Canvas's points possible: each exercise's checks, and every check for the total"
     assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0", "0", "0", "0"] and len(canvas) == 5
 

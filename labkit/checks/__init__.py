@@ -25,7 +25,7 @@ from labkit.checks.custom_loop import (  # noqa: F401
 from labkit.checks.embeddings import (  # noqa: F401
     allreduce_refused, beats_popularity, bytes_follow_distinct_ids, bytes_near_prediction, held_where_expected,
     hot_share_within, line_predicts, lookup_matches, more_servers_fewer_bytes, spread_is_a_permutation,
-    spreading_cooled_the_hot_server, within_budget, workers_hold_no_rows,
+    spreading_cooled_the_hot_server, used_own_spread, within_budget, workers_hold_no_rows,
 )
 from labkit.checks.faults import (  # noqa: F401
     at_least_once, checkpoint_saved, coordinator_resumed, fit_skipped_epochs, killed_during, latest_checkpoint_complete,

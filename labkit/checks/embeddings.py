@@ -122,7 +122,14 @@ def more_servers_fewer_bytes(busiest_by_count):
 
 
 def hot_share_within(shares, bound):
-    """The busiest server's share of the load (``shares``: server -> share) is at most ``bound``."""
+    """The busiest server's share of the load (``shares``: server -> share, e.g. ``Load.shares``) is at most ``bound``."""
     server = max(shares, key=shares.get)
     require(shares[server] <= bound, f"{server} still carried {shares[server]:.0%} of the load, more than {bound:.0%}: "
                                      "the popular ids still land together. Spread them over the whole table.")
+
+
+def used_own_spread(model, spread):
+    """The model's item table places its ids with ``spread`` (the learner's function, not the kit's or none)."""
+    placed_by = model.get_layer("item_table").spread_ids
+    require(placed_by is spread, f"the model's item table places its ids with {getattr(placed_by, '__name__', placed_by)!r}, "
+                                 f"not with {spread.__name__}: build the load with spread_ids={spread.__name__}.")

@@ -13,9 +13,9 @@ LAYERS = [
     ("widgets", ["widgets", "explorer"]),
     ("checks and benchmarks", ["checks", "bench", "fault_matrix"]),
     ("deployment", ["deploy"]),
-    ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
+    ("labs", ["compression", "staleness", "recovery", "faults", "allreduce", "embeddings"]),
     ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict", "over_seeds"]),
-    ("content", ["data", "pipelines", "models"]),
+    ("content", ["data", "pipelines", "models", "ratings"]),
     ("cluster", ["cluster", "registry"]),
     ("runtime", ["runtime"]),
 ]

@@ -1,4 +1,4 @@
-"""The five exercises as their tests run them: small parameters, and wrong answers their checks must reject.
+"""The six exercises as their tests run them: small parameters, and wrong answers their checks must reject.
 
 tests/test_exercises.py runs them, tests/test_grade.py grades them.
 """
@@ -22,6 +22,7 @@ SMOKE_PARAMETERS = {
                                   "target_accuracy": 0.75},
     "ex4_performance_analysis.ipynb": {"worker_counts": [1, 2], "timed_steps": 100, "repeats": 2},
     "ex5_staleness_checks.ipynb": {"num_steps": 60},
+    "ex6_hot_keys.ipynb": {"steps": 40},
 }
 
 
@@ -155,6 +156,18 @@ filtered = staleness.train_mnist(strategy, coordinator, data, num_workers,
 updates_by_tau = filtered.counts.sum(axis=0)
 dropped_share = updates_by_tau[:max_tau + 1].sum() / updates_by_tau.sum()  # the kept ones
 """, "checks.dropped_share_read(", "count the updates in the histogram's columns beyond max_tau"),
+    ],
+    "ex6_hot_keys.ipynb": [
+        WrongAnswer("def my_spread", """
+    return tf.math.floormod(ids, num_ps)  # each id to a server, not to a row of its own
+""", "checks.spread_is_a_permutation(", "is not a permutation"),
+        WrongAnswer("def my_spread", """
+    return tf.math.floormod(ids + 1, rows)  # a permutation, but the popular ids stay in the first range
+""", "checks.hot_share_within(", "the popular ids still land together"),
+        WrongAnswer("spread = load.build(", """
+spread = load.build(coordinator.strategy, spread_ids=embeddings.spread, steps_per_closure=10)  # the kit's, not yours
+spread_load = embeddings.measure_load(coordinator, spread, servers, steps, 10)
+""", "checks.used_own_spread(", "not with my_spread"),
     ],
 }
 NAMES = sorted(SMOKE_PARAMETERS)
