@@ -464,18 +464,3 @@ def _amount(value, record, signed=True, unit=True):
 def _finite_or_none(value):
     return float(value) if math.isfinite(value) else None
 
-
-
-def verdict(treatment, control, higher_is_better=True, min_seeds=1):
-    """The range rule alone (a winner's worst seed beyond the other's best), until the labs call ``unpaired``."""
-    values = [float(value) for value in [*treatment, *control]]
-    if min(len(treatment), len(control)) == 0 or any(math.isnan(value) for value in values):
-        raise ValueError(f"a verdict needs values on both sides and no NaN (a diverged seed is reported as "
-                         f"diverged, never ranked): got {list(treatment)} against {list(control)}")
-    if min(len(treatment), len(control)) < min_seeds:
-        return CANNOT_TELL
-    sign = 1 if higher_is_better else -1
-    treatment, control = [sign * value for value in treatment], [sign * value for value in control]
-    if min(treatment) > max(control):
-        return WINS
-    return LOSES if max(treatment) < min(control) else CANNOT_TELL

@@ -20,7 +20,7 @@ LAYERS = [
     ("checks and benchmarks", ["checks", "bench"]),
     ("deployment", ["deploy"]),
     ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
-    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict", "over_seeds"]),
+    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict"]),
     ("content", ["data", "pipelines", "models"]),
     ("cluster", ["cluster", "registry"]),
     ("runtime", ["runtime"]),

@@ -9,8 +9,8 @@ import textwrap
 import nbformat
 import pytest
 
-from labkit import allreduce, compression, meter, models, recovery, staleness, train
-from labkit.bench import costmodel, measure, stats
+from labkit import allreduce, compression, meter, models, recovery, staleness, train, verdict
+from labkit.bench import costmodel, measure
 from smoke_notebooks import NOTEBOOKS
 
 # (notebook, the name it defines, labkit's object); "Class.method" names a method the notebook's class defines
@@ -35,7 +35,7 @@ COPIES = [
         staleness.AdaptiveDelayCompensated)],
     ("07_fault_tolerance.ipynb", "train_with_recovery", recovery.train_with_recovery),
     ("08_performance_analysis.ipynb", "Meter", meter.Meter),
-    ("08_performance_analysis.ipynb", "five_number_summary", stats.five_number_summary),
+    ("08_performance_analysis.ipynb", "five_number_summary", verdict.five_number_summary),
     ("08_performance_analysis.ipynb", "run_custom", measure.run_custom),
     ("08_performance_analysis.ipynb", "predict", costmodel.predict),
     ("08_performance_analysis.ipynb", "cores_busy", costmodel.cores_busy),

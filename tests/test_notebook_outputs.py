@@ -68,6 +68,9 @@ def test_every_notebook_records_its_key_results(name):
     expected = MANIFESTS[name].records
     assert expected <= set(recorded), f"{name} did not record {sorted(expected - set(recorded))}"
     assert all(recorded[key] is not None for key in expected), f"{name} recorded None: {recorded}"
+    if results.VERDICTS in expected:  # each checked again: no winner by less than its interval or floor allows
+        assert recorded[results.VERDICTS], f"{name} recorded no verdict"
+        results.record_verdicts(None, recorded[results.VERDICTS])
 
 
 def test_every_notebook_takes_a_results_dir_and_says_what_it_records():
