@@ -275,7 +275,11 @@ def check_record(record) -> dict:
 
 def sentence_of(record, treatment, control) -> str:
     """The sentence for a verdict ``record`` (``Verdict.record()``, or an entry of results.json's "verdicts")."""
-    check_record(record)
+    said = _said(check_record(record), treatment, control)
+    return said[0].upper() + said[1:]
+
+
+def _said(record, treatment, control):
     found, measure, margin = record["verdict"], record.get("measure") or "the measure", record.get("margin")
     lo, hi = record["interval"]
     interval = ("no interval from single values" if lo is None else

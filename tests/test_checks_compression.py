@@ -128,7 +128,7 @@ def test_the_accuracy_check_allows_a_mean_loss_within_the_margin_and_no_more():
     steady = kept([0.875, 0.885, 0.865])  # 2.5 points lost in every seed
     assert steady.verdict == verdict.INFERIOR
     with pytest.raises(AssertionError, match="2.50 points of mean accuracy lost, more than the margin of 1: "
-                                             "the compressed runs is inferior"):
+                                             "Compressed is inferior to uncompressed"):
         checks.accuracy_within_margin(steady)
     with pytest.raises(AssertionError, match="the verdict of labkit.verdict.non_inferior"):
         checks.accuracy_within_margin(verdict.unpaired("x", [0.9] * 3, [0.9] * 3, measure="test accuracy"))

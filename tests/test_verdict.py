@@ -242,7 +242,7 @@ def test_the_record_is_json_and_the_sentence_is_made_from_it_alone():
     assert record["interval"] == list(found.interval) and record["seeds"] == 5
     said = verdict.sentence_of(record, "top-k", "dense")
     assert said == found.sentence("top-k", "dense")
-    assert said.startswith("top-k wins against dense on test accuracy: +1.0 points (95% interval ")
+    assert said.startswith("Top-k wins against dense on test accuracy: +1.0 points (95% interval ")
     assert "corrected for 2 comparisons; 5 paired seeds, every one agreeing" in said
     one = verdict.paired("gain", [0.91], [0.9], measure="test accuracy", min_pairs=1).record()
     assert one["interval"] == [None, None]

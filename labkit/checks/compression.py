@@ -85,7 +85,7 @@ def accuracy_within_margin(found):
     loss = -found.effect if found.higher_is_better else found.effect
     require(loss <= found.margin,
         f"{loss * 100:.2f} points of mean accuracy lost, more than the margin of {found.margin * 100:g}: "
-        + found.sentence("the compressed runs", "the uncompressed ones"))
+        + found.sentence("compressed", "uncompressed"))
 
 
 def within_variance_bound(variance, bound):
