@@ -14,10 +14,11 @@ that record. The rules:
   geometric mean of the ratios, its interval the paired t-interval of their logarithms, exponentiated.
 - **Several comparisons**: a notebook that concludes ``comparisons`` of them widens each interval to
   confidence 1 − (1 − confidence) / comparisons (Bonferroni), so that all hold together at ``confidence``.
-- **Wins** (or **loses**) only if the interval excludes no difference on that side, *and* every pair agrees
-  (each seed's difference, each block's ratio; unpaired: the treatment's worst seed beyond the control's
-  best), *and* the effect is at least the resolution floor; with fewer than ``min_pairs`` pairs, or
-  otherwise, **cannot tell**. A diverged seed (NaN) is refused: report it as diverged, never rank it.
+- **Wins** (or **loses**) only if the whole interval lies on that side of "no difference" (0, or a ratio of
+  1), *and* every pair agrees (each seed's difference, each block's ratio; unpaired: the treatment's worst
+  seed beyond the control's best), *and* the effect is at least the resolution floor; with fewer than
+  ``min_pairs`` pairs, or otherwise, **cannot tell**. A diverged seed (NaN) is refused: report it as
+  diverged, never rank it.
 - **Resolution floor** (``resolution_floor``): an accuracy p measured on N distinct test examples moves by
   one binomial standard error, sqrt(p (1 − p) / N), and by at least one example, 1 / N. Below that the test
   set cannot tell two models apart: 0.95 points at 0.9 on the offline subset's 1,000 test images, 0.17
