@@ -13,7 +13,7 @@ import sys
 import time
 
 import labkit
-from labkit.runtime import processes, tfconfig
+from labkit.runtime import isolation, processes, tfconfig
 from labkit.cluster import LocalCluster, pick_port, task_line
 from labkit.registry import running_clusters, stop_recorded
 from labkit import bench
@@ -71,9 +71,18 @@ def add_doctor(commands):
 
 
 # ----- demo -------------------------------------------------------------------
+def isolate_from_the_network(args):
+    """`labkit demo` and `labkit up`, run from a terminal, put themselves and their cluster in a private network
+    namespace where the system allows it, as the PS Lab kernel does; elsewhere their cluster says it is exposed
+    (``LocalCluster.start``). Called in another program (``cli.main([...])``), they never move it."""
+    if args.own_process:
+        isolation.run_again_isolated(["-m", "labkit.tools.cli", *sys.argv[1:]])
+
+
 def cmd_demo(args):
     """Train MNIST with model.fit on a local PS cluster and print the test accuracy."""
     began = time.monotonic()
+    isolate_from_the_network(args)
     from labkit import fit, models
     from labkit.data import load_mnist
 
@@ -108,11 +117,19 @@ def add_demo(commands):
 # ----- up ---------------------------------------------------------------------
 def cmd_up(args):
     """Run a local cluster in the foreground, printing each task's TF_CONFIG, until Ctrl-C."""
+    isolate_from_the_network(args)
     with LocalCluster(args.workers, args.ps, chief=True, name="cli-up") as cluster:
         print(f"Cluster ready in {cluster.ready_seconds:.1f} s. Logs: {cluster.log_dir}")
         for task in [t.name for t in cluster.tasks] + ["chief:0"]:
             print(f"\n{task}: TF_CONFIG='{json.dumps(cluster.tf_config(task))}'")
-        print(f"\n{tfconfig.SECURITY_WARNING}\nPress Ctrl-C to stop every task.")
+        if isolation.network_status()[0] == isolation.ISOLATED:
+            print(f"\nThe tasks run in this command's private network namespace: no other machine reaches them, and "
+                  f"neither does a program in another terminal. To run a coordinator of yours against them, start it "
+                  f"in the namespace: nsenter --target {os.getpid()} --user --net --preserve-credentials "
+                  f"python your_coordinator.py (with the chief's TF_CONFIG above).")
+        else:
+            print(f"\n{tfconfig.SECURITY_WARNING}")
+        print("Press Ctrl-C to stop every task.")
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
             processes.wait_until(lambda: not cluster.running, math.inf, "every task to exit", interval=1)
@@ -133,8 +150,8 @@ def cmd_status(args):
         print("no running labkit clusters")
     for state in clusters:
         print(f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})")
-        print("  " + ("in its kernel's private network namespace: these addresses reach it from inside that "
-                      "kernel only, not from this terminal or any other machine" if state.get("network") == "isolated"
+        print("  " + ("in a private network namespace (its owner's): these addresses reach it from inside that "
+                      "namespace only, not from this terminal or any other machine" if state.get("network") == "isolated"
                       else "its ports are reachable from this terminal and from other machines on the network"))
         for task in state["tasks"]:
             print(task_line(task["task"], task["address"], task["pid"], "alive" if task["alive"] else "dead"))
@@ -497,6 +514,7 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    args.own_process = argv is None  # run as the `labkit` program, not called by another one
     try:
         args.run(args)
     except (tfconfig.TFConfigError, ValueError) as error:
