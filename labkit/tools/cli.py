@@ -453,7 +453,7 @@ def cmd_grade(args):
     """Grade submitted exercise notebooks, each run in its own kernel and cluster, or build a Gradescope autograder."""
     from labkit.tools import grade, gradescope  # here: nbformat's import costs seconds that other commands need not pay
 
-    return gradescope.command(args) if args.gradescope_autograder else grade.run(args)
+    return gradescope.command(args) if args.gradescope_autograder or args.visibility else grade.run(args)
 
 
 def add_grade(commands):
@@ -468,6 +468,9 @@ def add_grade(commands):
                         help="instead of grading here, build Gradescope's autograder zip: it installs the kit's "
                              "pinned stack and grades each submission against --reference with --parameters, "
                              "--timeout, --cell-timeout and --max-tasks, one Gradescope test per check")
+    parser.add_argument("--visibility", metavar="WHEN",
+                        help="--gradescope-autograder: when learners see their results on Gradescope: visible "
+                             "(the default: at once), hidden, after_due_date or after_published")
     parser.add_argument("--roster", metavar="FILE",
                         help="CSV of the class, a column id (or ID, as in Canvas's gradebook export) naming each "
                              "learner, optionally name (or Student): learners who handed in nothing get a row too")

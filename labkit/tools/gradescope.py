@@ -28,7 +28,7 @@ KIT = Path(__file__).resolve().parents[2]
 KIT_FILES = ("pyproject.toml", "README.md", "Makefile", "scripts/find_python.sh")
 SETTINGS_FILE = "grading.json"  # in the zip: the Settings that `labkit grade` would use
 LEARNER = "submission"  # the learner's id in the grading: Gradescope grades one at a time
-VISIBILITY = "visible"
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")  # Gradescope's values, for every test
 EXECUTABLE = 0o100755 << 16  # a zip entry's external attributes: a regular file, rwxr-xr-x
 
 SETUP = """#!/usr/bin/env bash
@@ -56,9 +56,12 @@ exec .venv/bin/python -m labkit.tools.gradescope "$root"
 
 
 # ----- building the zip (on the instructor's machine) -------------------------------------------
-def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
-    """Write the autograder zip to ``out``: the scripts, the kit, ``reference``'s exercises and ``settings``."""
+def build(out, reference=grade.DEFAULT_REFERENCE, settings=None, visibility="visible"):
+    """Write the autograder zip to ``out``: the scripts, the kit, ``reference``'s exercises, ``settings`` and
+    when learners see their results (``visibility``, one of Gradescope's ``VISIBILITIES``)."""
     out, settings = Path(out), settings or grade.Settings()
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"--visibility {visibility}: Gradescope knows {', '.join(VISIBILITIES)}.")
     if out.suffix != ".zip":
         raise ValueError(f"--gradescope-autograder {out}: name a .zip file (Gradescope takes a .zip).")
     missing = [name for name in KIT_FILES if not (KIT / name).is_file()]
@@ -67,6 +70,7 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
                          "from the kit's clone, where `make install` ran.")
     exercise_list = grade.load_exercises(reference)  # a reference that is not exercises fails here, not on Gradescope
     config = {name: value for name, value in dataclasses.asdict(settings).items() if name != "kernel"}
+    config["visibility"] = visibility
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
@@ -82,27 +86,39 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
             archive.write(Path(reference) / f"{exercise.name}.ipynb", f"exercises/{exercise.name}.ipynb")
         archive.writestr(SETTINGS_FILE, json.dumps(config, indent=1))
     print(f"{out}: a Gradescope autograder for {', '.join(exercise.name for exercise in exercise_list)} "
-          f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points). Upload it "
-          "as the assignment's autograder zip, on an Ubuntu base image.")
+          f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points), results "
+          f"{visibility.replace('_', ' ')}. Upload it as the assignment's autograder zip, on an Ubuntu base image; "
+          "docs/instructor-guide.md, \"Grading on Gradescope\", gives the memory, CPU and timeout to set.")
     return out
 
 
 # ----- grading one submission (on Gradescope) ------------------------------------------------------
-def results(exercise_list, notebooks, feedback, seconds):
-    """Gradescope's results.json: one test per check of every exercise, the total, ``feedback`` as the output."""
+def results(exercise_list, notebooks, feedback, seconds, visibility="visible"):
+    """Gradescope's results.json: one test per check of every exercise, the total, ``feedback`` as the output.
+    An exercise whose notebook was handed in but not recognised (too few of its cell ids) says so, not
+    "not submitted"."""
     graded = {row["exercise"]: row for row in notebooks if row["exercise"]}
+    unrecognised = [row for row in notebooks if row["status"] == gradebook.NOT_RECOGNISED]
+    strays = ", ".join(row["file"] for row in unrecognised if not row["meant"])
     tests = []
     for exercise in exercise_list:
         row = graded.get(exercise.short)
+        meant = [mine for mine in unrecognised if mine["meant"] == exercise.short]
         for check in exercise.checks:
             column = f"{exercise.short}: {check.name}"
-            state = row[column] if row else gradebook.NOT_SUBMITTED
-            message = row["messages"][check.name] if row else f"upload {exercise.name}.ipynb to be graded on it"
+            if row:
+                state, message = row[column], row["messages"][check.name]
+            elif meant:
+                state, message = gradebook.NOT_RECOGNISED, meant[-1]["detail"]
+            else:
+                state = gradebook.NOT_SUBMITTED
+                message = f"upload {exercise.name}.ipynb to be graded on it" + (
+                    f" ({strays}: not recognised as any exercise, see the feedback)" if strays else "")
             tests.append({"name": column, "score": int(state == "passed"), "max_score": 1,
                           "status": "passed" if state == "passed" else "failed",
-                          "output": f"{state}: {message}" if message else state, "visibility": VISIBILITY})
+                          "output": f"{state}: {message}" if message else state, "visibility": visibility})
     return {"score": sum(test["score"] for test in tests), "execution_time": round(seconds),
-            "output": feedback, "output_format": "md", "visibility": VISIBILITY, "tests": tests}
+            "output": feedback, "output_format": "md", "visibility": visibility, "tests": tests}
 
 
 def run(root):
@@ -110,14 +126,16 @@ def run(root):
     began = time.monotonic()
     root = Path(root)
     source = root / "source"
-    settings = grade.Settings(**json.loads((source / SETTINGS_FILE).read_text()))
+    config = json.loads((source / SETTINGS_FILE).read_text())
+    visibility = config.pop("visibility", "visible")
+    settings = grade.Settings(**config)
     exercise_list = grade.load_exercises(source / "exercises")
     with tempfile.TemporaryDirectory(prefix="labkit-gradescope-") as work:
         handed_in = Path(work) / "submissions" / LEARNER
         shutil.copytree(root / "submission", handed_in)
         _, notebooks = grade.grade(handed_in.parent, Path(work) / "graded", source / "exercises", settings=settings)
         feedback = (Path(work) / "graded" / LEARNER / "feedback.md").read_text()
-    report = results(exercise_list, notebooks, feedback, time.monotonic() - began)
+    report = results(exercise_list, notebooks, feedback, time.monotonic() - began, visibility)
     (root / "results").mkdir(exist_ok=True)
     (root / "results" / "results.json").write_text(json.dumps(report, indent=1))
     print(f"score {report['score']} of {len(report['tests'])}: {root / 'results' / 'results.json'}")
@@ -128,10 +146,14 @@ def command(args):
     """``labkit grade --gradescope-autograder OUT.zip``, refusing the options that only grading here takes."""
     given = [flag for flag, value in (("SUBMISSIONS", args.submissions), ("--out", args.out),
                                       ("--roster", args.roster), ("--export", args.export)) if value]
+    if not args.gradescope_autograder:
+        raise ValueError("--visibility sets when learners see the Gradescope autograder's results: use it with "
+                         "--gradescope-autograder OUT.zip.")
     if given:
         raise ValueError(f"--gradescope-autograder builds the autograder that Gradescope runs on each submission; "
                          f"it grades nothing here: leave out {', '.join(given)}.")
-    return build(args.gradescope_autograder, args.reference or grade.DEFAULT_REFERENCE, grade.settings_from(args))
+    return build(args.gradescope_autograder, args.reference or grade.DEFAULT_REFERENCE, grade.settings_from(args),
+                 args.visibility or "visible")
 
 
 def main(argv=None):
