@@ -28,12 +28,17 @@ install: $(STAMP) ## create .venv with the pinned stack and register the "PS Lab
 # network needed), or from the package index where the wheelhouse has no such folder or lacks a wheel.
 WHEELHOUSE_INSTALL = $(PY) scripts/wheelhouse.py install $(WHEELHOUSE)
 
-# Re-install whenever the pinned dependencies or the kernel's registration change. A learner's install is the kit alone;
-# `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
-$(STAMP): pyproject.toml labkit/tools/kernelspec.py
+# JupyterLab's settings for every learner (jupyterlab/overrides.json): no "get notified about official Jupyter
+# news?" question, no news or update checks over the network.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+
+# Re-install whenever the pinned dependencies, the kernel's registration or the lab settings change. A learner's
+# install is the kit alone; `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
+$(STAMP): pyproject.toml labkit/tools/kernelspec.py jupyterlab/overrides.json
 	test -x $(PY) || { $(FIND_PYTHON) "$$python" -m venv $(VENV); }
 	$(WHEELHOUSE_INSTALL) -- -e .
 	$(MAKE) kernel
+	mkdir -p $(LAB_SETTINGS) && cp jupyterlab/overrides.json $(LAB_SETTINGS)/overrides.json
 	touch $(STAMP)
 
 install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test" and "site" extras)

@@ -342,7 +342,8 @@ def test_the_autograders_setup_is_the_makefiles_install_in_its_own_folder(tmp_pa
     assert (source / "setup.sh").read_text().rstrip().endswith("\nmake install"), "setup.sh installs as learners do"
     dry = subprocess.run(["make", "-n", "install"], cwd=source, capture_output=True, text=True, timeout=120)
     assert dry.returncode == 0 and dry.stderr == "", f"make install cannot run in the autograder's folder: {dry.stderr}"
-    assert "pip install" in dry.stdout and " -e ." in dry.stdout and "ipykernel install --sys-prefix --name pslab" in dry.stdout
+    assert "scripts/wheelhouse.py install wheelhouse -- -e ." in dry.stdout and "overrides.json" in dry.stdout
+    assert "ipykernel install --sys-prefix --name pslab" in dry.stdout
     found = subprocess.run(["sh", "scripts/find_python.sh"], cwd=source, capture_output=True, text=True)
     assert found.returncode == 0 and found.stdout.strip(), found.stderr
     assert (source / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \

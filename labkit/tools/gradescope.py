@@ -26,7 +26,7 @@ from labkit.tools import grade, gradebook
 
 KIT = Path(__file__).resolve().parents[2]
 KIT_FILES = ("pyproject.toml", "README.md", "Makefile", "scripts/find_python.sh", "scripts/wheelhouse.py",
-             "scripts/check_platforms.py")  # what `make install` reads
+             "scripts/check_platforms.py", "jupyterlab/overrides.json")  # what `make install` reads
 SETTINGS_FILE = "grading.json"  # in the zip: the Settings that `labkit grade` would use
 LEARNER = "submission"  # the learner's id in the grading: Gradescope grades one at a time
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")  # Gradescope's values, for every test
