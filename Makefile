@@ -1,4 +1,5 @@
-# PS Lab: `make lab` and `make test` are all a learner needs; `make help` lists every target.
+# PS Lab: `make lab` is all a learner needs (`make doctor` checks the machine); `make test` is for contributors.
+# `make help` lists every target. With conda, `make lab VENV="$CONDA_PREFIX"` uses the active environment.
 # A target's line in `make help` is its `## ` comment.
 # The Python that makes .venv (and runs the scripts below): 3.11-3.13. scripts/find_python.sh chooses one
 # (python3.13, python3.12, python3.11 or python3 on PATH, else one uv manages) or stops, before anything

@@ -65,9 +65,11 @@ def disk_bytes(path):
 
 
 def fresh_environment(home):
-    """A learner's environment in ``home``: no pip configuration or cache of this machine's, nothing set by a test."""
+    """A learner's environment in ``home``: no pip configuration or cache of this machine's, nothing set by a test;
+    only the network's own settings kept (proxies, the certificates this machine trusts)."""
+    network = ("_proxy", "_PROXY", "CERT", "CA_BUNDLE", "CAINFO", "SSL_CERT_FILE", "SSL_CERT_DIR")
     kept = {name: value for name, value in os.environ.items()
-            if name in ("PATH", "LANG", "LC_ALL", "TERM", "TZ") or name.endswith("_proxy") or name.endswith("_PROXY")}
+            if name in ("PATH", "LANG", "LC_ALL", "TERM", "TZ") or any(part in name for part in network)}
     return dict(kept, HOME=str(home), PIP_CONFIG_FILE=os.devnull, TMPDIR=str(home / "tmp"))
 
 

@@ -142,7 +142,7 @@ def test_bad_input_gets_a_clear_error_or_row_and_the_submissions_are_untouched(t
     with pytest.raises(SystemExit, match="it grades nothing here: leave out SUBMISSIONS, --out"):
         cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"),
                   "--gradescope-autograder", str(tmp_path / "autograder.zip")])
-    with pytest.raises(SystemExit, match="--visibility sets when learners see the Gradescope autograder's results"):
+    with pytest.raises(SystemExit, match="--visibility and --full-mnist set up the Gradescope autograder"):
         cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--visibility", "hidden"])
     with pytest.raises(SystemExit, match="--visibility later: Gradescope knows visible, hidden, after_due_date"):
         cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.zip"), "--visibility", "later"])
@@ -514,3 +514,29 @@ def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_pat
     assert "Total: **3** of 8 checks passed" in report["output"] and sum(test["max_score"] for test in tests.values()) == 8, \
         "the feedback's total is Gradescope's score, out of the same maximum"
     assert processes_of(tmp_path / "tmp") == []
+
+
+def test_the_container_gradescope_needs_comes_from_the_solutions_measured_runs():
+    table = {"ex1_basic_cluster": {"peak_pss_mb": 2800, "peak_alone_mb": 2830, "minutes": 0.2,
+                                   "small_laptop": {"peak_pss_mb": 1800, "peak_alone_mb": 1810, "minutes": 0.2}},
+             "ex4_performance_analysis": {"peak_pss_mb": 2900, "minutes": 0.5,
+                                          "small_laptop": {"peak_pss_mb": 1500, "minutes": 0.6}}}
+    subset = gradescope.container_needs(["ex1_basic_cluster", "ex4_performance_analysis"], table=table)
+    assert subset["memory_gb"] == 3 and subset["peak_gb"] == 1.81, "the subset's largest peak (alone), and 1 GB"
+    assert subset["timeout_minutes"] == 5 and subset["notebook_seconds"] == 144, \
+        "4 times 0.8 minutes and 1 to start; 4 times the longest, 0.6 minutes"
+    full = gradescope.container_needs(["ex1_basic_cluster", "ex4_performance_analysis"], full_mnist=True, table=table)
+    assert full["memory_gb"] == 4 and full["notebook_seconds"] == 120
+    with pytest.raises(ValueError, match="no measured notebook starts with 'ex9'"):
+        gradescope.container_needs(["ex9_new"], table=table)
+
+
+def test_the_autograder_built_with_full_mnist_caches_it_and_says_what_the_container_needs(tmp_path, capsys):
+    cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.zip"), "--full-mnist"])
+    printed = capsys.readouterr().out
+    assert "graded on full MNIST" in printed and "Autograder Settings" in printed and "2 CPUs, memory at least" in printed
+    assert "lower it to about" in printed, "the default --timeout is far above the solutions' measured times"
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
+        setup = archive.read("setup.sh").decode()
+    assert setup.rstrip().splitlines()[-1].startswith(".venv/bin/labkit data download")
+    assert setup.index("make install") < setup.index("labkit data download")

@@ -453,7 +453,8 @@ def cmd_grade(args):
     """Grade submitted exercise notebooks, each run in its own kernel and cluster, or build a Gradescope autograder."""
     from labkit.tools import grade, gradescope  # here: nbformat's import costs seconds that other commands need not pay
 
-    return gradescope.command(args) if args.gradescope_autograder or args.visibility else grade.run(args)
+    autograder = args.gradescope_autograder or args.visibility or args.full_mnist
+    return gradescope.command(args) if autograder else grade.run(args)
 
 
 def add_grade(commands):
@@ -471,6 +472,9 @@ def add_grade(commands):
     parser.add_argument("--visibility", metavar="WHEN",
                         help="--gradescope-autograder: when learners see their results on Gradescope: visible "
                              "(the default: at once), hidden, after_due_date or after_published")
+    parser.add_argument("--full-mnist", action="store_true",
+                        help="--gradescope-autograder: setup.sh caches full MNIST, and every notebook is graded on it "
+                             "(default: the 5,000-image subset the kit ships, which needs less memory)")
     parser.add_argument("--roster", metavar="FILE",
                         help="CSV of the class, a column id (or ID, as in Canvas's gradebook export) naming each "
                              "learner, optionally name (or Student): learners who handed in nothing get a row too")

@@ -16,6 +16,7 @@ on this machine).
 import argparse
 import dataclasses
 import json
+import math
 import shutil
 import tempfile
 import time
@@ -45,6 +46,8 @@ if ! sh scripts/find_python.sh > /dev/null; then  # Ubuntu 22.04's python3 is 3.
 fi
 make install
 """
+FULL_MNIST = """.venv/bin/labkit data download  # --full-mnist: each graded run gets a copy of full MNIST in its own HOME
+"""
 
 RUN = """#!/usr/bin/env bash
 # Gradescope runs this for each submission: grade ROOT/submission, write ROOT/results/results.json.
@@ -57,9 +60,10 @@ exec .venv/bin/python -m labkit.tools.gradescope "$root"
 
 
 # ----- building the zip (on the instructor's machine) -------------------------------------------
-def build(out, reference=grade.DEFAULT_REFERENCE, settings=None, visibility="visible"):
-    """Write the autograder zip to ``out``: the scripts, the kit, ``reference``'s exercises, ``settings`` and
-    when learners see their results (``visibility``, one of Gradescope's ``VISIBILITIES``)."""
+def build(out, reference=grade.DEFAULT_REFERENCE, settings=None, visibility="visible", full_mnist=False):
+    """Write the autograder zip to ``out``: the scripts, the kit, ``reference``'s exercises, ``settings``, when
+    learners see their results (``visibility``, one of Gradescope's ``VISIBILITIES``) and whether setup.sh caches
+    full MNIST (``full_mnist``; else every notebook is graded on the 5,000-image subset)."""
     out, settings = Path(out), settings or grade.Settings()
     if visibility not in VISIBILITIES:
         raise ValueError(f"--visibility {visibility}: Gradescope knows {', '.join(VISIBILITIES)}.")
@@ -74,7 +78,7 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None, visibility="vis
     config["visibility"] = visibility
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
+        for name, text in (("setup.sh", SETUP + (FULL_MNIST if full_mnist else "")), ("run_autograder", RUN)):
             entry = zipfile.ZipInfo(name, time.localtime()[:6])
             entry.external_attr = EXECUTABLE
             archive.writestr(entry, text, zipfile.ZIP_DEFLATED)
@@ -86,11 +90,41 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None, visibility="vis
         for exercise in exercise_list:
             archive.write(Path(reference) / f"{exercise.name}.ipynb", f"exercises/{exercise.name}.ipynb")
         archive.writestr(SETTINGS_FILE, json.dumps(config, indent=1))
+    needs = container_needs([exercise.name for exercise in exercise_list], full_mnist)
     print(f"{out}: a Gradescope autograder for {', '.join(exercise.name for exercise in exercise_list)} "
-          f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points), results "
-          f"{visibility.replace('_', ' ')}. Upload it as the assignment's autograder zip, on an Ubuntu base image; "
-          "docs/instructor-guide.md, \"Grading on Gradescope\", gives the memory, CPU and timeout to set.")
+          f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points), graded on "
+          f"{'full MNIST' if full_mnist else 'the 5,000-image MNIST subset (--full-mnist: full MNIST)'}, results "
+          f"{visibility.replace('_', ' ')}. Upload it as the assignment's autograder zip, on an Ubuntu 22.04 or 24.04 "
+          f"base image, and set its Autograder Settings from the measured runs of these exercises' solutions "
+          f"(docs/measurements.md): {needs['cpus']} CPUs, memory at least {needs['memory_gb']} GB (their largest peak, "
+          f"{needs['peak_gb']:.1f} GB, and {GRADER_GB} GB for the grader), a timeout of at least "
+          f"{needs['timeout_minutes']} minutes ({TIME_MARGIN} times their {needs['measured_minutes']:.1f} minutes "
+          f"on 2 cores, and {START_MINUTES} for the autograder's start). Each notebook stops at --timeout {settings.timeout:g} s"
+          + (f": lower it to about {needs['notebook_seconds']} s ({TIME_MARGIN} times the longest) so that one "
+             "hung notebook cannot use the assignment's whole timeout." if settings.timeout > needs['notebook_seconds']
+             else "."))
     return out
+
+
+GRADER_GB = 1  # the grader's own processes (run_autograder, its worker, the kernel launcher) beside the notebook's
+TIME_MARGIN = 4  # Gradescope's CPUs are slower and shared; a kernel and a cluster start for every notebook
+START_MINUTES = 1  # run_autograder's own start and the feedback it writes
+
+
+def container_needs(names, full_mnist=False, table=None):
+    """What Gradescope's container needs to grade the exercises ``names`` (notebook stems), from their solutions'
+    measured runs (labkit/tools/notebook_peaks.json, written with docs/measurements.md) in the setting graded:
+    CPUs, memory, the assignment's timeout, and a notebook's own."""
+    from labkit.tools import doctor
+
+    table = table if table is not None else json.loads(doctor.PEAKS_TABLE.read_text())["notebooks"]
+    setting = doctor.FULL_SIZE if full_mnist else doctor.SMALL_LAPTOP
+    _, peak_mb = doctor.largest_peak(names, table, setting)
+    runs = [table[name] if full_mnist else table[name][doctor.SMALL_LAPTOP] for name in names]
+    measured = [run.get("minutes", table[name]["minutes"]) for name, run in zip(names, runs)]
+    return {"cpus": 2, "peak_gb": peak_mb / 1000, "memory_gb": math.ceil(peak_mb / 1000 + GRADER_GB),
+            "measured_minutes": sum(measured), "timeout_minutes": math.ceil(sum(measured) * TIME_MARGIN + START_MINUTES),
+            "notebook_seconds": math.ceil(max(measured) * 60 * TIME_MARGIN)}
 
 
 # ----- grading one submission (on Gradescope) ------------------------------------------------------
@@ -148,13 +182,13 @@ def command(args):
     given = [flag for flag, value in (("SUBMISSIONS", args.submissions), ("--out", args.out),
                                       ("--roster", args.roster), ("--export", args.export)) if value]
     if not args.gradescope_autograder:
-        raise ValueError("--visibility sets when learners see the Gradescope autograder's results: use it with "
+        raise ValueError("--visibility and --full-mnist set up the Gradescope autograder: use them with "
                          "--gradescope-autograder OUT.zip.")
     if given:
         raise ValueError(f"--gradescope-autograder builds the autograder that Gradescope runs on each submission; "
                          f"it grades nothing here: leave out {', '.join(given)}.")
     return build(args.gradescope_autograder, args.reference or grade.DEFAULT_REFERENCE, grade.settings_from(args),
-                 args.visibility or "visible")
+                 args.visibility or "visible", args.full_mnist)
 
 
 def main(argv=None):
