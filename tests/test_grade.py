@@ -527,7 +527,7 @@ def test_the_container_gradescope_needs_comes_from_the_solutions_measured_runs()
         "4 times 0.8 minutes and 1 to start; 4 times the longest, 0.6 minutes"
     full = gradescope.container_needs(["ex1_basic_cluster", "ex4_performance_analysis"], full_mnist=True, table=table)
     assert full["memory_gb"] == 4 and full["notebook_seconds"] == 120
-    with pytest.raises(ValueError, match="no measured notebook starts with 'ex9'"):
+    with pytest.raises(ValueError, match="no measured notebook starts with 'ex9_new'"):
         gradescope.container_needs(["ex9_new"], table=table)
 
 

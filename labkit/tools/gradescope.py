@@ -90,20 +90,28 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None, visibility="vis
         for exercise in exercise_list:
             archive.write(Path(reference) / f"{exercise.name}.ipynb", f"exercises/{exercise.name}.ipynb")
         archive.writestr(SETTINGS_FILE, json.dumps(config, indent=1))
-    needs = container_needs([exercise.name for exercise in exercise_list], full_mnist)
     print(f"{out}: a Gradescope autograder for {', '.join(exercise.name for exercise in exercise_list)} "
           f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points), graded on "
           f"{'full MNIST' if full_mnist else 'the 5,000-image MNIST subset (--full-mnist: full MNIST)'}, results "
           f"{visibility.replace('_', ' ')}. Upload it as the assignment's autograder zip, on an Ubuntu 22.04 or 24.04 "
-          f"base image, and set its Autograder Settings from the measured runs of these exercises' solutions "
-          f"(docs/measurements.md): {needs['cpus']} CPUs, memory at least {needs['memory_gb']} GB (their largest peak, "
-          f"{needs['peak_gb']:.1f} GB, and {GRADER_GB} GB for the grader), a timeout of at least "
-          f"{needs['timeout_minutes']} minutes ({TIME_MARGIN} times their {needs['measured_minutes']:.1f} minutes "
-          f"on 2 cores, and {START_MINUTES} for the autograder's start). Each notebook stops at --timeout {settings.timeout:g} s"
-          + (f": lower it to about {needs['notebook_seconds']} s ({TIME_MARGIN} times the longest) so that one "
-             "hung notebook cannot use the assignment's whole timeout." if settings.timeout > needs['notebook_seconds']
-             else "."))
+          "base image, and set its Autograder Settings: " + settings_advice(exercise_list, settings, full_mnist))
     return out
+
+
+def settings_advice(exercise_list, settings, full_mnist):
+    """The sentence on the container's CPUs, memory and timeouts, from ``container_needs``."""
+    try:
+        needs = container_needs([exercise.name for exercise in exercise_list], full_mnist)
+    except ValueError as error:
+        return f"not measured here ({error}), so the CPUs, memory and timeout are yours to choose."
+    return (f"{needs['cpus']} CPUs, memory at least {needs['memory_gb']} GB (the largest peak of these exercises' "
+            f"solutions, {needs['peak_gb']:.1f} GB, and {GRADER_GB} GB for the grader), a timeout of at least "
+            f"{needs['timeout_minutes']} minutes ({TIME_MARGIN} times their {needs['measured_minutes']:.1f} minutes "
+            f"on 2 cores, and {START_MINUTES} for the autograder's start), as docs/measurements.md measured them. "
+            f"Each notebook stops at --timeout {settings.timeout:g} s"
+            + (f": lower it to about {needs['notebook_seconds']} s ({TIME_MARGIN} times the longest) so that one "
+               "hung notebook cannot use the assignment's whole timeout." if settings.timeout > needs['notebook_seconds']
+               else "."))
 
 
 GRADER_GB = 1  # the grader's own processes (run_autograder, its worker, the kernel launcher) beside the notebook's
