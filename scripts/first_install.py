@@ -6,7 +6,8 @@ In a fresh home (no pip cache, no Jupyter or labkit state) it puts the learner b
 it, runs the page's unpack line, then its ``make lab`` until JupyterLab prints its link (the first install:
 every wheel downloaded from the package index), its ``make doctor`` beside it (the second terminal of the
 page), and ``make lab`` once more (a start once installed). It records the seconds of each, the size of
-``.venv`` and of what pip downloaded, and the doctor's verdict. The commands come from the page itself
+``.venv``, the bytes the machine received while the first ``make lab`` ran (the wheels; other traffic of the
+machine adds to it), and the doctor's verdict. The commands come from the page itself
 (``learner_commands``), so the page and the measurement cannot drift apart.
 """
 import argparse
@@ -24,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 UBUNTU_PAGE = ROOT / "docs" / "install-ubuntu.md"
 BUNDLE_NAME = "pslab-learner.tar.gz"
-JUPYTERLAB_LINK = re.compile(r"http://127\.0\.0\.1:(\d+)/lab\?token=\w+")
+JUPYTERLAB_LINK = re.compile(r"http://127\.0\.0\.1:(\d+)/lab[\w/.-]*\?token=\w+")
 # The page's commands without sudo: those this measurement runs, by how each starts, and those it cannot run
 # here, with why (this machine reaches the package registries only).
 RUNS = {"unpack": "cd ~ && tar xzf ~/Downloads/pslab-learner.tar.gz", "lab": "make lab", "doctor": "make doctor"}
@@ -62,6 +63,13 @@ def disk_bytes(path):
         for name in files:
             total += os.lstat(os.path.join(folder, name)).st_blocks * 512
     return total
+
+
+def received_bytes():
+    """Bytes this machine has received on its network interfaces (loopback aside), from the kernel's counters."""
+    import psutil
+
+    return sum(counters.bytes_recv for name, counters in psutil.net_io_counters(pernic=True).items() if name != "lo")
 
 
 def fresh_environment(home):
@@ -111,7 +119,9 @@ def measure(bundle, home, page=UBUNTU_PAGE, timeout=1800):
     env = fresh_environment(home)
     subprocess.run(["bash", "-e", "-c", commands["unpack"]], cwd=home, env=env, check=True)
     kit = home / "pslab"
+    received = received_bytes()
     lab, first_seconds = until_jupyterlab(commands["lab"], kit, env, home / "first-lab.log", timeout)
+    received = received_bytes() - received
     try:
         began = time.monotonic()
         doctor = subprocess.run(["bash", "-c", commands["doctor"]], cwd=kit, env=env, capture_output=True, text=True,
@@ -127,7 +137,7 @@ def measure(bundle, home, page=UBUNTU_PAGE, timeout=1800):
             "doctor_seconds": round(doctor_seconds, 1), "doctor_returncode": doctor.returncode,
             "doctor_verdict": printed[-1],
             "doctor_jupyter": next((line for line in doctor.stdout.splitlines() if line[6:].startswith("jupyter")), ""),
-            "venv_mb": round(disk_bytes(kit / ".venv") / 1e6), "download_mb": round(disk_bytes(home / ".cache" / "pip") / 1e6),
+            "venv_mb": round(disk_bytes(kit / ".venv") / 1e6), "received_mb": round(received / 1e6),
             "bundle_mb": round(Path(bundle).stat().st_size / 1e6, 1), "python": python.stdout.strip(),
             "commands": [commands[key] for key in RUNS], "not_run_here": sorted(NOT_HERE)}
 

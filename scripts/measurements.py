@@ -540,7 +540,8 @@ def install_section(log):
         f"Not run here: {'; '.join(f'`{command}`' for command in result['not_run_here'])} (this machine reaches the "
         "package registries only; its own Python stood in).", "",
         "| what | measured |", "|---|---|",
-        f"| downloaded by pip (every wheel, from the package index) | {gigabytes(result['download_mb'])} |",
+        f"| received over the network during the first `make lab` (the wheels, from the package index) | "
+        f"{gigabytes(result['received_mb'])} |",
         f"| `.venv` on disk | {gigabytes(result['venv_mb'])} |",
         f"| first `make lab`, until JupyterLab prints its link | {minutes(result['first_lab_seconds'])} |",
         f"| `make doctor` beside it | {minutes(result['doctor_seconds'])}: {result['doctor_verdict']} |",

@@ -19,7 +19,7 @@ import learner_bundle  # noqa: E402
 # `make doctor` answers as the real one ends.
 STAND_IN_MAKEFILE = """lab:
 \tmkdir -p .venv/bin && head -c 3000000 /dev/zero > .venv/bin/python.data && printf '#!/bin/sh\\necho Python 3.12.9\\n' > .venv/bin/python && chmod +x .venv/bin/python
-\t@sleep 1 && echo "    http://127.0.0.1:8888/lab?token=0123abcd" && exec sleep 600
+\t@sleep 1 && echo "    http://127.0.0.1:8888/lab/tree/notebooks?token=0123abcd" && exec sleep 600
 
 doctor:
 \t@echo "PASS  jupyter    port 8888: this kit's JupyterLab" && echo "ready for the workshop (1 s)"
@@ -88,11 +88,11 @@ def test_the_measurements_page_shows_the_install_from_what_it_recorded(tmp_path,
     (tmp_path / "install").mkdir()
     (tmp_path / "install" / "install.json").write_text(json.dumps(
         {"first_lab_seconds": 252.4, "again_seconds": 6.1, "doctor_seconds": 41.0, "doctor_returncode": 0,
-         "doctor_verdict": "ready for the workshop (41 s)", "venv_mb": 2712, "download_mb": 1234, "bundle_mb": 3.4,
+         "doctor_verdict": "ready for the workshop (41 s)", "venv_mb": 2712, "received_mb": 1234, "bundle_mb": 3.4,
          "python": "Python 3.11.2", "not_run_here": sorted(first_install.NOT_HERE)}))
     log = {"install": {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3]}}
     text = "\n".join(measurements.install_section(log))
-    assert "| `.venv` on disk | 2.7 GB |" in text and "| downloaded by pip (every wheel, from the package index) | 1.2 GB |" in text
+    assert "| `.venv` on disk | 2.7 GB |" in text and "the wheels, from the package index) | 1.2 GB |" in text
     assert "| first `make lab`, until JupyterLab prints its link | 4.2 min |" in text
     assert "| `make doctor` beside it | 41 s: ready for the workshop (41 s) |" in text
     assert "`uv python install 3.12`" in text and "Python 3.11.2" in text
