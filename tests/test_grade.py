@@ -228,6 +228,12 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
     assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "2", "3", "4", "4", str(ALL_CHECKS)], \
         "Canvas's points possible: each exercise's checks, and every check for the total"
     assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0", "0", "0", "0"] and len(canvas) == 5
+    with zipfile.ZipFile(out / "canvas-feedback.zip") as returned:
+        assert set(returned.namelist()) == {"lovelaceada_late_101_5002_ex1_basic_cluster-1.ipynb",
+                                            "lovelaceada_101_5003_ex5_staleness_checks.ipynb"}, \
+            "each graded notebook under Canvas's own name (Re-Upload Submissions matches it); nothing unreadable"
+        handed_back = nbformat.reads(returned.read("lovelaceada_101_5003_ex5_staleness_checks.ipynb").decode(), 4)
+    assert handed_back.cells[0].source == feedback and handed_back.cells[1:] == nbformat.reads(blank_ex5, 4).cells
 
     moodle = tmp_path / "moodle"
     submit(moodle, {"Ada Lovelace_201_assignsubmission_file_/ex5_staleness_checks": nbformat.reads(blank_ex5, 4)})

@@ -10,7 +10,9 @@ every reference exercise (``gradebook.points_possible``: feedback.md and the exp
 notes (a timeout, a cell stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file
 that is not a notebook). ``DIR/notebooks.csv`` has one row per graded notebook (status, score, seconds, why
 it ended). ``DIR/<learner>/feedback.md`` gives the total, each exercise's score and each failing check's
-message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's gradebook import.
+message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's gradebook import, and
+``DIR/canvas-feedback.zip`` for its "Re-Upload Submissions": each graded notebook back under the name Canvas
+gave it, its learner's feedback in a first cell (Canvas attaches each file to that learner's submission).
 
 How the grader decides, and what it trusts:
 
@@ -317,6 +319,12 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
                                  [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
     if export == "canvas":
         gradebook.write_canvas(table, learners, exercise_list, assignment, out_dir / "canvas.csv")
+        feedback_of = {row["learner"]: (_learner_folder(out_dir, row["learner"]) / "feedback.md").read_text()
+                       for row in table}
+        gradebook.write_canvas_feedback([(submission.path.name, notebook, feedback_of[submission.learner])
+                                         for submission, notebook, _ in chosen if notebook is not None
+                                         and submissions.CANVAS_NAME.match(submission.path.name)],
+                                        out_dir / "canvas-feedback.zip")
     print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
           f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
     return table, rows

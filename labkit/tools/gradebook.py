@@ -1,6 +1,10 @@
 """What ``labkit grade`` writes: grades.csv (one row per learner), notebooks.csv (one row per graded notebook),
 each learner's feedback.md, and the learning platform's import file (``--export canvas``)."""
+import copy
 import csv
+import zipfile
+
+import nbformat
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]  # Canvas's gradebook import
 CANVAS_POINTS = "    Points Possible"  # the Student cell of the row under the header, as Canvas's export spells it
@@ -62,6 +66,17 @@ def write_canvas(table, learners, exercise_list, assignment, path):
                      "ID": roster.get("ID") or (row["learner"] if row["learner"].isdigit() else ""),
                      **{exercise.title: row[exercise.short] for exercise in exercise_list}, assignment: row["total"]})
     _write_csv(path, columns, rows)
+
+
+def write_canvas_feedback(handed_back, path):
+    """The zip for Canvas's "Re-Upload Submissions": for each (Canvas's file name, the learner's notebook, their
+    feedback.md text), the notebook under that same name with the feedback as its first cell. Canvas reads the
+    learner and the submitted file from the name, and attaches the file to that submission as a comment."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, notebook, feedback in handed_back:
+            returned = copy.deepcopy(notebook)
+            returned.cells.insert(0, nbformat.v4.new_markdown_cell(feedback))
+            archive.writestr(name, nbformat.writes(returned))
 
 
 def write_feedback(path, learner, row, exercise_list, sections):
