@@ -459,7 +459,7 @@ def cmd_grade(args):
 
 def add_grade(commands):
     parser = add_command(commands, "grade", cmd_grade, "labkit grade submissions/ --out graded/ --jobs 2\n  "
-                         "labkit grade --gradescope-autograder autograder.zip --timeout 1200")
+                         "labkit grade --gradescope-autograder autograder.zip --timeout 180 --visibility after_published")
     parser.add_argument("submissions", nargs="?", metavar="SUBMISSIONS",
                         help="a folder with one notebook file or one folder per learner, or a Canvas "
                              "or Moodle bulk-download .zip (or its unpacked folder)")
