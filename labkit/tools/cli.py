@@ -479,8 +479,9 @@ def add_grade(commands):
                         help="CSV of the class, a column id (or ID, as in Canvas's gradebook export) naming each "
                              "learner, optionally name (or Student): learners who handed in nothing get a row too")
     parser.add_argument("--export", choices=["canvas"],
-                        help="also write the learning platform's import file (canvas: DIR/canvas.csv for the "
-                             "gradebook's Import, a column per exercise and the total)")
+                        help="also write the learning platform's files (canvas: DIR/canvas.csv for the "
+                             "gradebook's Import, a column per exercise and the total; DIR/canvas-feedback.zip for "
+                             "Re-Upload Submissions, each notebook back with its learner's feedback)")
     parser.add_argument("--assignment", default="PS Lab exercises",
                         help="the gradebook column of --export that holds the total, as the platform names the "
                              "assignment (Canvas's own export says 'Name (id)') (default: %(default)s)")
