@@ -4,11 +4,11 @@ checked against what the measurement runs, its unpack step runs as written, and 
 a stand-in kit whose `make lab` is quick."""
 import sys
 import tarfile
-import time
 from pathlib import Path
 
-import psutil
 import pytest
+
+from labkit.runtime import processes
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -19,7 +19,7 @@ import learner_bundle  # noqa: E402
 # `make doctor` answers as the real one ends.
 STAND_IN_MAKEFILE = """lab:
 \tmkdir -p .venv/bin && head -c 3000000 /dev/zero > .venv/bin/python.data && printf '#!/bin/sh\\necho Python 3.12.9\\n' > .venv/bin/python && chmod +x .venv/bin/python
-\t@sleep 1 && echo "    http://127.0.0.1:8888/lab/tree/notebooks?token=0123abcd" && exec sleep 600
+\t@sleep 1 && echo "    http://127.0.0.1:8888/lab/tree/notebooks?token=0123abcd" && echo $$$$ >> lab.pids && exec sleep 600
 
 doctor:
 \t@echo "PASS  jupyter    port 8888: this kit's JupyterLab" && echo "ready for the workshop (1 s)"
@@ -57,16 +57,14 @@ def test_the_measurement_times_make_lab_to_its_link_runs_the_doctor_beside_it_an
     (kit / "Makefile").write_text(STAND_IN_MAKEFILE)
     with tarfile.open(tmp_path / "bundle.tar.gz", "w:gz") as bundle:
         bundle.add(kit / "Makefile", arcname="pslab/Makefile")
-    before = {process.pid for process in psutil.process_iter()}
     result = first_install.measure(tmp_path / "bundle.tar.gz", tmp_path / "home", timeout=60)
     assert 1 <= result["first_lab_seconds"] < 30 and 1 <= result["again_seconds"] < 30
     assert result["venv_mb"] >= 3 and result["python"] == "Python 3.12.9"
     assert result["doctor_returncode"] == 0 and result["doctor_verdict"] == "ready for the workshop (1 s)"
     assert "this kit's JupyterLab" in result["doctor_jupyter"]
-    time.sleep(0.5)
-    left = [process.cmdline() for process in psutil.process_iter() if process.pid not in before
-            and "sleep" in " ".join(process.cmdline())]
-    assert left == [], "the stand-in's JupyterLab still runs"
+    served = [int(pid) for pid in (tmp_path / "home" / "pslab" / "lab.pids").read_text().split()]
+    assert len(served) == 2 and processes.wait_until_gone(served, timeout=10) == [], \
+        "the stand-in's JupyterLab still runs"
 
 
 def test_a_make_lab_that_fails_is_an_error_with_its_output(tmp_path):
