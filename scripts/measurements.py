@@ -82,6 +82,8 @@ TEST_CALLS = [("unit", "`make test-fast`"), ("all", "`make test`")]
 def items():
     """(name, folder, command, MNIST source or None, the page's section) of every measurement, in the order they run."""
     found = [("tests", OUT / "tests", ["make", "test-fast", "test"], AS_CI, "tests")]
+    found += [("install", OUT / "install", [sys.executable, str(ROOT / "scripts" / "first_install.py"), "--out",
+                                            str(OUT / "install" / "install.json")], AS_CI, "install")]
     found += [("startup", OUT / "startup", [*LABKIT, "bench", "startup", "--out", str(OUT / "startup")], None, "startup")]
     found += [sweep_item(notebook.stem, OUT / directory, notebook, None, directory)
               for directory, notebook in shipped_notebooks()]
@@ -128,9 +130,9 @@ def finished(name, folder):
         return all(call and call["exit_status"] == 0 for call in calls)
     if name.startswith("day-"):
         return (folder / "day.json").exists()
-    if name in ("startup", "bench-report", "stress", "grading"):
+    if name in ("startup", "bench-report", "stress", "grading", "install"):
         return (folder / {"startup": "startup.json", "bench-report": "results.json", "stress": "stress.json",
-                          "grading": "grading.json"}[name]).exists()
+                          "grading": "grading.json", "install": "install.json"}[name]).exists()
     rows = read_csv(folder / "results.csv")
     return bool(rows) and all(row["status"] == "ok" for row in rows)
 
@@ -500,9 +502,13 @@ def startup_section(startup, log):
 
 
 def notebooks_section(directory, title, log):
+    stand_in = any(log.get(notebook.stem, {}).get("mnist_source") == "timing-standin"
+                   for notebook in (ROOT / directory).glob("*.ipynb"))
     lines = [f"## {title}", "",
              "`labkit sweep NOTEBOOK` with no parameters: wall time of the whole notebook (papermill) and the",
-             "results the notebook records; peak memory as explained under \"Memory\" below.", "",
+             "results the notebook records; peak memory as explained under \"Memory\" below."
+             + (" Runs on the timing stand-in leave out what depends on what the model learnt (accuracies, steps to "
+                "a target accuracy, verdicts on them): the stand-in's accuracies mean nothing." if stand_in else ""), "",
              "| notebook | status | run time | peak memory (PSS) | alone (estimate) | RSS sum | largest tasks (PSS, MB) "
              "| measured |", "|---|---|---|---|---|---|---|---|"]
     details = []
@@ -512,11 +518,34 @@ def notebooks_section(directory, title, log):
             lines.append(f"| `{notebook.stem}` | not measured yet | | | | | | |")
             continue
         lines.append(f"| `{notebook.stem}` | {measured_cells(row, log, notebook.stem)} |")
-        recorded = {key: value for key, value in row.items() if key not in SWEEP_COLUMNS and value != ""}
+        stand_in = log.get(notebook.stem, {}).get("mnist_source") == "timing-standin"
+        recorded = {key: value for key, value in row.items() if key not in SWEEP_COLUMNS and value != ""
+                    and not (stand_in and LEARNT.search(key))}
         if recorded:
             details += [f"### `{notebook.stem}`", "", "| result | value |", "|---|---|"]
             details += [f"| `{key}` | {value} |" for key, value in recorded.items()] + [""]
     return lines + [""] + details
+
+
+def install_section(log):
+    """A learner's first install (scripts/first_install.py): what it downloads, its size, how long it takes."""
+    lines = ["## Installing (`make lab`, the first time)", ""]
+    result = read_json(OUT / "install" / "install.json")
+    if not result:
+        return lines + ["Not measured yet.", ""]
+    return lines + [
+        f"The Ubuntu page's commands that need no sudo, run as written in a fresh home ({load_of(log, 'install')}): "
+        f"the learner bundle ({result['bundle_mb']} MB, no wheelhouse) unpacked, `make lab` with an empty pip cache "
+        f"and {result['python']}, then `make doctor` in a second terminal, then `make lab` once more. "
+        f"Not run here: {'; '.join(f'`{command}`' for command in result['not_run_here'])} (this machine reaches the "
+        "package registries only; its own Python stood in).", "",
+        "| what | measured |", "|---|---|",
+        f"| received over the network during the first `make lab` (the wheels, from the package index) | "
+        f"{gigabytes(result['received_mb'])} |",
+        f"| `.venv` on disk | {gigabytes(result['venv_mb'])} |",
+        f"| first `make lab`, until JupyterLab prints its link | {minutes(result['first_lab_seconds'])} |",
+        f"| `make doctor` beside it | {minutes(result['doctor_seconds'])}: {result['doctor_verdict']} |",
+        f"| `make lab` again, once installed | {minutes(result['again_seconds'])} |", ""]
 
 
 def small_laptop_section(log):
@@ -628,6 +657,8 @@ def cost_model_section(log):
 
 
 SWEEP_COLUMNS = ("point", "status", "error", "seconds", "peak_pss_mb", "peak_rss_mb", "peak_alone_mb", "largest_tasks")
+# Results that depend on what a model learnt: left out of a run on the timing stand-in, whose accuracies mean nothing.
+LEARNT = re.compile(r"accuracy|to_target|diverged|^verdict_")
 MEMORY = """## Memory
 
 Memory is the peak, sampled twice a second, of the summed *proportional set size* (PSS) of the
@@ -701,7 +732,8 @@ def stress_section(log):
 
 
 # The page's sections in their order, by the key of `--sections` and of each item's section (items()).
-SECTIONS = {"tests": lambda log, startup: tests_section(log), "startup": lambda log, startup: startup_section(startup, log),
+SECTIONS = {"tests": lambda log, startup: tests_section(log), "install": lambda log, startup: install_section(log),
+            "startup": lambda log, startup: startup_section(startup, log),
             "notebooks": lambda log, startup: notebooks_section("notebooks", "Notebooks at their learner defaults", log),
             "solutions": lambda log, startup: notebooks_section("solutions", "Exercise solutions at their defaults", log),
             "small-laptop": lambda log, startup: small_laptop_section(log),

@@ -47,12 +47,11 @@ def lab(tmp_path):
     """
     root = tmp_path / "root"
     root.mkdir()
-    # Lab settings and workspaces of this run only (a learner's saved layout must not leak in),
-    # no news (its toast would cover the page, and fetching it calls the network), and every
-    # cell rendered, not only those scrolled into view, so the page holds all outputs.
+    # Lab settings and workspaces of this run only (a learner's saved layout must not leak in), and every
+    # cell rendered, not only those scrolled into view, so the page holds all outputs. No news question:
+    # the kit's own settings (jupyterlab/overrides.json, which `make install` installs) answer it.
     settings = tmp_path / "lab-settings"
-    for extension, setting in [("apputils-extension/notification", '{"fetchNews": "false"}'),
-                               ("notebook-extension/tracker", '{"windowingMode": "none"}')]:
+    for extension, setting in [("notebook-extension/tracker", '{"windowingMode": "none"}')]:
         path = settings / "@jupyterlab" / f"{extension}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(setting)
@@ -288,6 +287,9 @@ LINKED_FROM_05 = {"docs/measurements.md": "a docs page", "exercises/ex2_gradient
                   "notebooks/06_stale_gradients.ipynb": "another notebook"}
 
 
+NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
+
+
 def test_links_in_a_notebook_open_their_targets_in_the_work_folder(lab, browser_page):
     """In the work folder `make lab` builds, clicking a docs link, an exercise link and a notebook link in
     notebook 05's text opens each target in a tab of its own, showing its first heading, not an error."""
@@ -308,6 +310,8 @@ def test_links_in_a_notebook_open_their_targets_in_the_work_folder(lab, browser_
             expect(document.locator("h1").first).to_contain_text(first_heading(root / target), timeout=30 * SECONDS)
             expect(page.locator(".jp-Dialog"), f"{kind} ({target}) opened a dialog").to_have_count(0)
             screenshot(f"link-to-{Path(target).stem}")
+        expect(page.get_by_text(NEWS_QUESTION), "JupyterLab asked about news: are the kit's lab settings "
+                                                "(jupyterlab/overrides.json) installed?").to_have_count(0)
 
 
 def first_heading(path):
