@@ -115,11 +115,15 @@ def main(argv=None):
                               help="Python versions to download for (default: this Python's)")
     check_parser = actions.add_parser("check", help="install from it offline into a fresh venv (make test-offline-install)")
     check_parser.add_argument("wheelhouse", type=Path)
-    install_parser = actions.add_parser("install", help="pip install from this machine's folder, else the index")
+    install_parser = actions.add_parser("install", help="pip install from this machine's folder, else the index "
+                                        "(pip's requirements after --)")
     install_parser.add_argument("wheelhouse", type=Path)
     install_parser.add_argument("--index", action="store_true", help="use the package index as well")
-    install_parser.add_argument("requirements", nargs=argparse.REMAINDER, help="-- then pip's requirements")
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # pip's requirements follow "--", split off by hand: argparse (3.11) puts an option written after the
+    # wheelhouse, such as --index, into a REMAINDER argument, where pip read it as --index-url.
+    requirements = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if args.action == "build":
         unknown = [name for name in args.platform if name not in PLATFORMS]
         if unknown:
@@ -128,7 +132,6 @@ def main(argv=None):
     elif args.action == "check":
         check(args.wheelhouse)
     else:
-        requirements = args.requirements[1:] if args.requirements[:1] == ["--"] else args.requirements
         sys.exit(install(args.wheelhouse, requirements, index=args.index))
 
 
