@@ -17,7 +17,7 @@ WHEELHOUSE := wheelhouse
 
 .DEFAULT_GOAL := help
 .PHONY: help lab lab-small test test-fast test-defaults install install-test kernel exercises doctor doctor-small bench \
-	bench-report bench-startup measurements docs site check-platforms test-offline-install learner-bundle clean-runs
+	bench-report bench-startup measurements docs sync-notebooks site check-platforms test-offline-install learner-bundle clean-runs
 
 help: ## list the targets, one line each
 	@echo "PS Lab: make lab to start, make test to check everything. Targets:"
@@ -105,6 +105,10 @@ measurements: install ## run the tests, every notebook, solution and benchmark; 
 
 docs: install ## regenerate docs/cli.md from the labkit command's parser
 	$(PY) scripts/cli_reference.py
+
+# A notebook definition marked `# labkit: NAME` is a copy of labkit's NAME (labkit/tools/notebook_copies.py).
+sync-notebooks: install ## rewrite each notebook definition marked `# labkit: NAME` from labkit's source
+	$(PY) -m labkit.tools.notebook_copies
 
 site: install ## build the HTML book of the executed notebooks into runs/site (needs the site extra)
 	$(PY) scripts/build_site.py
