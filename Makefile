@@ -91,10 +91,10 @@ doctor: install ## the workshop pre-flight: labkit doctor --workshop
 doctor-small: ## make doctor for a laptop that will use make lab-small: memory judged with the offline MNIST subset
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) doctor
 
-bench: install ## the speed sweep: labkit bench (results in runs/bench/sweep)
-	$(PY) -m labkit.tools.cli bench --out runs/bench/sweep
+bench: install ## the speed benchmark: labkit bench (results in runs/bench/points)
+	$(PY) -m labkit.tools.cli bench --out runs/bench/points
 
-bench-report: install ## the speed sweep through notebook 08: labkit bench --report
+bench-report: install ## the speed benchmark through notebook 08: labkit bench --report
 	$(PY) -m labkit.tools.cli bench --report --out runs/bench/report
 
 bench-startup: install ## cluster start-up against a bare TensorFlow import: labkit bench startup
@@ -103,8 +103,8 @@ bench-startup: install ## cluster start-up against a bare TensorFlow import: lab
 measurements: install ## run the tests, every notebook, solution and benchmark; write docs/measurements.md (resumable)
 	$(PY) scripts/measurements.py
 
-docs: install ## regenerate docs/cli.md from the labkit command's parser
-	$(PY) scripts/cli_reference.py
+docs: install ## regenerate docs/cli.md (the command's parser) and contributing.md's layers, retired names and layout
+	$(PY) -m labkit.tools.pages
 
 # A notebook definition marked `# labkit: NAME` is a copy of labkit's NAME (labkit/tools/notebook_copies.py).
 sync-notebooks: install ## rewrite each notebook definition marked `# labkit: NAME` from labkit's source

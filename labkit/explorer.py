@@ -1,6 +1,6 @@
 """Predict, then measure: notebook 08's cost model as controls and a plot, for JupyterLab (ipywidgets).
 
-``CostModelExplorer(rows)`` fits ``labkit.bench.costmodel`` on the rows of a sweep (``bench.measure_points``,
+``CostModelExplorer(rows)`` fits ``labkit.bench.costmodel`` on the rows of the benchmark's points (``bench.measure_points``,
 as notebook 08 does). Its controls choose a cluster (workers, parameter servers, steps per closure, batch
 size, model size, link rate); the plot shows the predicted samples/s against workers, each point marked
 with the resource that bounds it, redrawn as a control moves. "Measure this point" runs that cluster shape
@@ -9,9 +9,9 @@ on this machine: a child process (``python -m labkit.explorer``) runs ``bench.me
 Each measurement stays on the plot beside its prediction, with its error.
 
 What was not measured is assumed, and the explorer says so beside the plot: a model of another size
-(``costmodel.scale_model``), an extra PS when the sweep measured one PS count, a number of steps per
+(``costmodel.scale_model``), an extra PS when the points measured one PS count, a number of steps per
 closure outside those measured, a link (its rate only). It measures only what it can run here: the
-sweep's model, over loopback, up to ``max_measured_workers`` workers.
+points' model, over loopback, up to ``max_measured_workers`` workers.
 """
 import argparse
 import base64
@@ -58,7 +58,7 @@ class Shape:
 
 
 class CostModelExplorer:
-    """Controls, a predicted curve and measured points for the sweep ``rows`` (of its first model).
+    """Controls, a predicted curve and measured points for the benchmark's ``rows`` (of its first model).
 
     ``cores``: this machine's (default: all of them). Predictions go up to ``max_workers`` workers;
     "Measure this point" runs up to ``max_measured_workers`` with ``repeats`` timed intervals of at least
@@ -69,16 +69,16 @@ class CostModelExplorer:
                  predictor=predict):
         custom = [r for r in rows if r["loop"] == "custom"]
         if not custom:
-            raise ValueError("no custom-loop row in these rows: give the rows of a sweep (bench.measure_points), "
+            raise ValueError("no custom-loop row in these rows: give the rows of the benchmark's points (bench.measure_points), "
                              "with one worker at two numbers of steps per closure.")
         self.model, self.calibration_batch = custom[0]["model"], custom[0]["batch_size"]
         self._fitted_on = {id(r) for r in calibration(rows, self.model, self.calibration_batch) if r}
         batches = sorted({r["batch_size"] for r in rows if r["loop"] == "single-process" and r["model"] == self.model})
         self.costs = {batch: costs_for(rows, self.model, batch, self.calibration_batch) for batch in batches}
         self.cores = usable_cores(rows, self.model, self.calibration_batch, cores or os.cpu_count())
-        self.sweep = [r for r in custom if r["model"] == self.model]
-        self.measured_ps = sorted({r["ps"] for r in self.sweep})
-        self.measured_k = sorted({r["steps_per_closure"] for r in self.sweep})
+        self.points = [r for r in custom if r["model"] == self.model]
+        self.measured_ps = sorted({r["ps"] for r in self.points})
+        self.measured_k = sorted({r["steps_per_closure"] for r in self.points})
         self.max_workers, self.max_measured_workers = max_workers, max_measured_workers
         self.repeats, self.min_steps, self.predictor = repeats, min_steps, predictor
         self.measurements = []  # one dict per point measured here: its shape, measured and predicted samples/s
@@ -135,7 +135,7 @@ class CostModelExplorer:
                         "step's time and the workers' and PS's CPU per step are assumed to grow with M (a wider "
                         "dense model); a closure's dispatch and the coordinator's CPU per step are not.")
         if shape.ps not in self.measured_ps and len(self.measured_ps) == 1:
-            said.append(f"The sweep measured {self.measured_ps[0]} PS only, so not what another PS costs: each PS is "
+            said.append(f"The points measured {self.measured_ps[0]} PS only, so not what another PS costs: each PS is "
                         "assumed to serve 1/p of every step at no cost of its own (measure ps = [1, 2] to know).")
         if not min(self.measured_k) <= shape.steps_per_closure <= max(self.measured_k):
             said.append(f"{shape.steps_per_closure} steps per closure lies outside those measured "
@@ -182,27 +182,27 @@ class CostModelExplorer:
         return figure
 
     def default_grid(self):
-        """The figure a saved copy keeps: for each K the sweep measured, at its PS count and batch, the predicted
-        curve against workers, and the sweep's measured points with their errors."""
+        """The figure a saved copy keeps: for each K the points measured, at their PS count and batch, the predicted
+        curve against workers, and the measured points with their errors."""
         from matplotlib.figure import Figure
 
         figure = Figure(figsize=(6.4, 4.2))
         axis = figure.subplots()
-        ps = self.sweep[-1]["ps"]
-        most = max(8, max(r["workers"] for r in self.sweep))
+        ps = self.points[-1]["ps"]
+        most = max(8, max(r["workers"] for r in self.points))
         for color, k in zip(("C0", "C1", "C2", "C4"), self.measured_k):
             shape = Shape(1, ps, k, self.calibration_batch)
             self._draw_curve(axis, shape, most, color, f"K={k} predicted")
-            self._draw_measured(axis, [self._sweep_point(r) for r in self.sweep if
+            self._draw_measured(axis, [self._point_of(r) for r in self.points if
                                        (r["ps"], r["steps_per_closure"], r["batch_size"]) == (ps, k, self.calibration_batch)],
-                                color=color, label=f"K={k} measured (the sweep)")
+                                color=color, label=f"K={k} measured")
         axis.set(xlabel="workers", ylabel="samples/s", ylim=(0, None), xlim=(0.5, most + 0.5),
                  title=f"{self.model}, {ps} ps, batch {self.calibration_batch}: predicted and measured")
         axis.legend(fontsize=7, loc="lower right", title="marker: the bound", title_fontsize=7)
         figure.tight_layout()
         return figure
 
-    def _sweep_point(self, row):
+    def _point_of(self, row):
         shape = Shape(row["workers"], row["ps"], row["steps_per_closure"], row["batch_size"])
         return {"shape": asdict(shape), "measured": row["samples_per_s_median"], "fitted_on": id(row) in self._fitted_on,
                 "predicted": self.predict(shape).steps_per_s * row["batch_size"]}
@@ -239,7 +239,7 @@ class CostModelExplorer:
                                  f"(each limit in samples/s: {limits}; the tasks can keep {self.cores:.2f} cores busy)")
         said = self.assumptions(shape)
         self.assumed.value = ("<b>Assumed, not measured:</b><ul>" + "".join(f"<li>{s}</li>" for s in said) + "</ul>"
-                              if said else "Every input of this prediction was measured in the sweep.")
+                              if said else "Every input of this prediction was measured in the points.")
         buffer = io.BytesIO()
         self.figure(shape).savefig(buffer, format="png", dpi=90)
         self.image.value = buffer.getvalue()

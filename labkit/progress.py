@@ -1,6 +1,7 @@
-"""Progress as printed lines, which read the same live, in a saved or papermill copy of a
-notebook and in a terminal. (A widget bar shows only where a widget frontend runs; a saved
-copy keeps it frozen at 0 %.)"""
+"""Progress as printed lines, which read the same live, in a saved copy of a notebook and in a terminal.
+
+A widget bar shows only where a widget frontend runs; a saved (or papermill) copy keeps it frozen at 0 %.
+"""
 import time
 
 

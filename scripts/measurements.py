@@ -12,7 +12,7 @@ small-laptop setting (the offline MNIST subset of ``make lab-small``); the works
 plan's notebooks in one JupyterLab, kernels left open as learners leave them, ``--workshop-day``)
 with full-size MNIST and in the small-laptop setting; a class of 30 notebooks graded with
 ``labkit grade --jobs 2`` (``--grade-class``);
-``labkit bench --report`` (notebook 08 over the full speed sweep); and ``scripts/stress_faults.py``
+``labkit bench --report`` (notebook 08 over every point of the speed benchmark); and ``scripts/stress_faults.py``
 (every kind of the fault matrix, STRESS_ROUNDS rounds each). It is resumable: an item
 that finished is kept, one that failed or was interrupted is run again. Each item's start,
 end, duration and load average are logged in runs/measurements/log.json; the page's heading
@@ -705,7 +705,7 @@ def as_shown_seconds(shown):
 
 
 def bench_section(log):
-    lines = ["## Speed sweep (`labkit bench --report`, notebook 08)", ""]
+    lines = ["## Speed benchmark (`labkit bench --report`, notebook 08)", ""]
     path = OUT / "bench-report" / "results.json"
     if not path.exists():
         return lines + ["Not measured yet.", ""]

@@ -1,7 +1,7 @@
 """Small parameters for every notebook, so the test suite runs each one in minutes.
 
 `make test` runs nbval on papermill-prepared copies of the notebooks written to
-`tests/smoke/`, with the parameters each notebook's manifest gives (the learner
+`tests/smoke/`, with the parameters each notebook's declaration gives (the learner
 defaults train for longer; `make test-defaults` runs those). Each notebook asserts its own outcomes, so a smoke copy still checks
 accuracy, perplexity and recovery, at a smaller scale.
 """
@@ -11,16 +11,16 @@ from pathlib import Path
 import nbformat
 import papermill
 
-from labkit.tools import manifest
+from labkit.tools import declaration
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
 RESULTS_DIR = ROOT / "runs" / "smoke-results"  # each smoke run records its results.json here
 
-# Each notebook's manifest (its "labkit" metadata, labkit.tools.manifest) holds its smoke parameters and why they suffice.
-MANIFESTS = manifest.read_all(NOTEBOOKS)
-SMOKE_PARAMETERS = {name: notebook.smoke_parameters for name, notebook in MANIFESTS.items()}
+# Each notebook's declaration (its "labkit" metadata, labkit.tools.declaration) holds its smoke parameters and why they suffice.
+DECLARATIONS = declaration.read_all(NOTEBOOKS)
+SMOKE_PARAMETERS = {name: notebook.smoke_parameters for name, notebook in DECLARATIONS.items()}
 
 
 def results_dir(name):

@@ -141,7 +141,7 @@ def test_tiny_bench_describes_the_machine_and_measures_cpu_and_bytes(tiny_bench)
 @pytest.mark.reads(NOTEBOOK_08)
 def test_tiny_bench_plots_a_png(tiny_bench):
     out, _ = tiny_bench
-    png = (out / "sweep.png").read_bytes()
+    png = (out / "throughput.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
 
 

@@ -236,7 +236,7 @@ def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
 
 
 EXPLORER_CELLS = ["import json\nfrom labkit.explorer import CostModelExplorer\n"
-                  'rows = json.loads(open("rows.json").read())  # a sweep of hand-built costs: only the measurement is real',
+                  'rows = json.loads(open("rows.json").read())  # points of hand-built costs: only the measurement is real',
                   "explorer = CostModelExplorer(rows, cores=2, repeats=2, min_steps=4)\nexplorer"]
 
 

@@ -32,7 +32,7 @@ def test_what_was_not_measured_is_said_to_be_assumed(explorer):
     assert "outside those measured (1–10)" in packing and link.startswith("Links of 1 Gbit/s: only the rate counts")
     assert explorer.assumptions(Shape(2, 3, 10, 64)) == [], "the rows measured 2 PS: what another PS costs is known"
     one_ps = CostModelExplorer([r for r in bench_rows() if r["ps"] != 2], cores=2)
-    assert one_ps.assumptions(Shape(2, 2, 10, 64))[0].startswith("The sweep measured 1 PS only")
+    assert one_ps.assumptions(Shape(2, 2, 10, 64))[0].startswith("The points measured 1 PS only")
 
 
 def test_a_point_it_cannot_measure_here_gets_a_message_and_no_process(explorer):
@@ -48,7 +48,7 @@ def test_a_point_it_cannot_measure_here_gets_a_message_and_no_process(explorer):
 def test_the_saved_copy_figure_has_a_curve_per_packing_and_the_sweeps_points(explorer):
     axis = explorer.default_grid().axes[0]
     labels = axis.get_legend_handles_labels()[1]
-    assert {"K=1 predicted", "K=10 predicted", "K=10 measured (the sweep)"} <= set(labels)
+    assert {"K=1 predicted", "K=10 predicted", "K=10 measured"} <= set(labels)
     annotations = [text.get_text() for text in axis.texts]
     assert "fitted on" in annotations and any(text.endswith("%") for text in annotations), annotations
 

@@ -1,30 +1,17 @@
-"""The import rule: labkit's modules import only their own layer and the layers below it, as
-docs/contributing.md states; and what a process loads (a task server does not load the cluster)."""
+"""The import rule: labkit's modules import only their own layer and the layers below it (the layers of
+labkit/tools/conventions.py, which docs/contributing.md states); and what a process loads (a task server does not
+load the cluster)."""
 import ast
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from labkit.tools.conventions import LAYERS
 
 ROOT = Path(__file__).resolve().parents[1]
 LABKIT = ROOT / "labkit"
 
-# Top to bottom, written once: a module may import its own layer and those below it. The package
-# itself (`labkit`: the public API, importable before TensorFlow) may be imported from anywhere.
-LAYERS = [
-    ("tools", ["tools"]),
-    ("widgets", ["widgets", "explorer"]),
-    ("checks and benchmarks", ["checks", "bench"]),
-    ("deployment", ["deploy"]),
-    ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
-    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict"]),
-    ("content", ["data", "pipelines", "models"]),
-    ("cluster", ["cluster", "registry"]),
-    ("runtime", ["runtime"]),
-]
 # What the package imports for its public API (tools.display: figures as images, in a kernel only).
 PACKAGE_IMPORTS = {"runtime", "cluster", "tools"}
 
@@ -33,7 +20,7 @@ def layer_of(module):
     """The index in LAYERS of ``labkit.<module>``'s top-level part."""
     top = module.split(".")[0]
     found = [index for index, (_, parts) in enumerate(LAYERS) if top in parts]
-    assert found, f"labkit.{module} is in no layer: add it to LAYERS and to docs/contributing.md"
+    assert found, f"labkit.{module} is in no layer: add it to LAYERS in labkit/tools/conventions.py"
     return found[0]
 
 
@@ -80,14 +67,6 @@ def test_every_module_imports_only_its_layer_and_those_below():
 def test_the_package_imports_only_its_public_api():
     imported = {name.split(".")[0] for name in labkit_imports(LABKIT / "__init__.py")}
     assert imported <= PACKAGE_IMPORTS, imported - PACKAGE_IMPORTS
-
-
-def test_contributing_states_the_same_layers():
-    text = (ROOT / "docs" / "contributing.md").read_text()
-    stated = re.search(r"^Layers, top to bottom: (.+)$", text, re.MULTILINE)
-    assert stated, "docs/contributing.md must state the layers in one line: 'Layers, top to bottom: ...'"
-    written = "; ".join(f"{name} ({', '.join(f'`{part}`' for part in parts)})" for name, parts in LAYERS) + "."
-    assert stated.group(1) == written, f"docs/contributing.md's layers differ from tests/test_layers.py's: write\n{written}"
 
 
 def test_an_import_from_a_layer_above_is_caught(tmp_path, monkeypatch):

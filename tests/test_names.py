@@ -1,71 +1,27 @@
 """The Names table holds: no retired name (docs/contributing.md's Names table, "not" column) in the kit's
-code, notebooks, exercises, solutions, scripts, tests or pages. The retired names are written once, here;
-docs/contributing.md states the same list in one line, checked below."""
+code, notebooks, exercises, solutions, scripts, tests or pages. The retired names are written once, in
+labkit/tools/conventions.py; `make docs` states them in docs/contributing.md."""
 import ast
 import json
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+
+from labkit.tools import conventions
+from labkit.tools.conventions import RETIRED
 
 ROOT = Path(__file__).resolve().parents[1]
 SEARCHED = ["labkit", "notebooks", "exercises", "solutions", "scripts", "tests", "docs"]
-THIS_TEST = Path(__file__).resolve().relative_to(ROOT).as_posix()
+# The files that spell the retired names out: this test's and the list's.
+SPELLED_OUT = {Path(path).resolve().relative_to(ROOT).as_posix() for path in (__file__, conventions.__file__)}
 NAMES_TABLE = "docs/contributing.md"  # where the table names each retired name in its "not" column
-
-
-@dataclass(frozen=True)
-class Retired:
-    """A retired ``name`` and where it is caught: ``pattern`` (a regular expression) in any text, or, with
-    ``identifier``, a Python variable, argument or definition called ``name`` (attributes such as Keras's
-    ``History.history`` do not count); only in files under ``scope`` (path prefixes), if given."""
-
-    name: str
-    meaning: str
-    use: str
-    pattern: str = ""
-    identifier: bool = False
-    scope: tuple = ()
-
-    def stated(self):
-        return f"{self.name} ({self.meaning}: {self.use})"
-
-
-RETIRED = [
-    Retired("`history`", "a TrainingLog", "`training_log`", identifier=True),
-    Retired("`job`", "a task type", "`task_type`; `job` is recovery's TrainingJob only", identifier=True),
-    Retired("straggler", "the worker slowed on purpose", "`slow_worker`, `slow_ms`", r"\bstragglers?\b"),
-    Retired("parameter bytes", "the model's size in bytes", "`model_bytes`", r"\bparameter bytes\b"),
-    Retired("`VersionedSGD`, `VersionCounter`", "the staleness lab's optimizer", "`StalenessSGD`",
-            r"\b(VersionedSGD|VersionCounter)\b"),
-    Retired("`TopKCompressor`", "the top-k compressor", "`TopK`", r"\bTopKCompressor\b"),
-    Retired("`lockstep_limit`", "a number, not a check", "`lockstep_limit_samples_per_s`", r"\blockstep_limit\b"),
-    Retired("checks `tf_configs`, `compression_result`, `stale_sgd_comparison`, `updates_per_batch`",
-            "checks named as nouns",
-            "`tf_configs_valid`, `compression_paid_off`, `staleness_aware_won_back`, `updates_per_batch_match`",
-            r"(?m)(checks\.|^def )(tf_configs|compression_result|stale_sgd_comparison|updates_per_batch)\(",
-            scope=("labkit/checks/", "notebooks/", "exercises/", "solutions/", "scripts/", "tests/", "docs/")),
-    Retired("sweep, plan in the benchmark", "the grid it measures", "its points (`bench.points`)", r"\b(sweep|[Pp]lan)",
-            scope=("labkit/bench/", "notebooks/08_", "tests/test_bench.py", "tests/test_cost_model.py")),
-]
-
-# Where a retired name stays for now, and why: (name, file).
-BENCH_GRID = RETIRED[-1].name
-ALLOWED = {
-    # Notebook 08 and the cost model are changed by their own issue's work; its figure's file name,
-    # sweep.png, is shared by notebook 08, `labkit bench` (report.py, cli.py's --out help) and its test.
-    (BENCH_GRID, "notebooks/08_performance_analysis.ipynb"),
-    (BENCH_GRID, "labkit/bench/costmodel.py"),
-    (BENCH_GRID, "labkit/bench/report.py"),
-    (BENCH_GRID, "tests/test_bench.py"),
-}
 
 
 def searched_files(root):
     for folder in SEARCHED:
         for path in sorted((root / folder).rglob("*")):
             relative = path.relative_to(root).as_posix()
-            if path.suffix in (".py", ".ipynb", ".md") and relative != THIS_TEST and "/smoke/" not in f"/{relative}":
+            if path.suffix in (".py", ".ipynb", ".md") and relative not in SPELLED_OUT and "/smoke/" not in f"/{relative}":
                 yield relative, path
 
 
@@ -111,7 +67,7 @@ def occurrences(root=ROOT):
     for relative, path in searched_files(root):
         text, sources = texts(path)
         for retired in RETIRED:
-            if (retired.scope and not relative.startswith(retired.scope)) or (retired.name, relative) in ALLOWED:
+            if (retired.scope and not relative.startswith(retired.scope)) or relative.startswith(retired.outside):
                 continue
             if retired.identifier:
                 name = retired.name.strip("`")
@@ -128,14 +84,6 @@ def test_no_retired_name_is_used():
     assert occurrences() == [], "rename these as docs/contributing.md's Names table says"
 
 
-def test_contributing_states_the_same_retired_names():
-    text = (ROOT / NAMES_TABLE).read_text()
-    stated = re.search(r"^Retired names, refused by `tests/test_names.py`: (.+)$", text, re.MULTILINE)
-    written = "; ".join(retired.stated() for retired in RETIRED) + "."
-    assert stated, f"{NAMES_TABLE} must list the retired names in one line: 'Retired names, refused by ...: {written}'"
-    assert stated.group(1) == written, f"{NAMES_TABLE}'s retired names differ from this test's: write\n{written}"
-
-
 def test_a_retired_name_is_caught(tmp_path, monkeypatch):
     (tmp_path / "labkit").mkdir()
     (tmp_path / "labkit" / "train.py").write_text("def run(history=None):\n    return history.loss  # a straggler\n")
@@ -147,3 +95,15 @@ def test_a_retired_name_is_caught(tmp_path, monkeypatch):
     history, job, straggler = (retired.stated() for retired in RETIRED[:3])
     assert occurrences(tmp_path) == [f"labkit/train.py: {history}", f"labkit/train.py: {straggler}",
                                      f"notebooks/01_x.ipynb: {job}"]
+
+
+def test_sweep_means_the_command_alone(tmp_path, monkeypatch):
+    (tmp_path / "labkit" / "tools").mkdir(parents=True)
+    (tmp_path / "labkit" / "tools" / "cli.py").write_text(
+        'from labkit.tools import sweep\n# ----- sweep ---\nsweep_parser = add_command(commands, "sweep")\n'
+        'rows = sweep.run()  # `labkit sweep` runs a notebook over a grid\n')
+    (tmp_path / "labkit" / "tools" / "sweep.py").write_text('"""A failed point is reported; the sweep goes on."""\n')
+    (tmp_path / "labkit" / "report.py").write_text('plot(rows, "sweep.png")\n')
+    monkeypatch.setattr(sys.modules[__name__], "SEARCHED", ["labkit"])
+    [sweep] = [retired.stated() for retired in RETIRED if retired.name.startswith("sweep")]
+    assert occurrences(tmp_path) == [f"labkit/report.py: {sweep}"]

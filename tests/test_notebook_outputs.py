@@ -11,7 +11,7 @@ import pytest
 
 from executed_notebooks import FIGURE_CALLS, executed_copy
 from labkit.tools import results
-from smoke_notebooks import MANIFESTS, NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
+from smoke_notebooks import DECLARATIONS, NOTEBOOKS, SMOKE_PARAMETERS, results_dir, takes_results_dir
 
 pytestmark = pytest.mark.notebook
 
@@ -57,15 +57,15 @@ def test_every_figure_is_an_image(name):
 
 @pytest.mark.parametrize("name", each_reading(SMOKE_PARAMETERS))
 def test_no_unexplained_stderr(name):
-    lines = MANIFESTS[name].unexplained(stderr_lines(executed(name)))
+    lines = DECLARATIONS[name].unexplained(stderr_lines(executed(name)))
     assert lines == [], f"{name}: {len(lines)} unexplained stderr lines:\n" + "\n".join(lines[:20])
 
 
-@pytest.mark.parametrize("name", each_reading(MANIFESTS))
+@pytest.mark.parametrize("name", each_reading(DECLARATIONS))
 def test_every_notebook_records_its_key_results(name):
     executed_copy(name)  # its smoke run has finished
     recorded = results.load(results_dir(name))
-    expected = MANIFESTS[name].records
+    expected = DECLARATIONS[name].records
     assert expected <= set(recorded), f"{name} did not record {sorted(expected - set(recorded))}"
     assert all(recorded[key] is not None for key in expected), f"{name} recorded None: {recorded}"
     if results.VERDICTS in expected:  # each checked again: no winner by less than its interval or floor allows
@@ -76,7 +76,7 @@ def test_every_notebook_records_its_key_results(name):
 def test_every_notebook_takes_a_results_dir_and_says_what_it_records():
     names = sorted(path.name for path in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     assert [name for name in names if not takes_results_dir(name)] == []
-    assert [name for name in names if not MANIFESTS[name].records] == []
+    assert [name for name in names if not DECLARATIONS[name].records] == []
 
 
 def test_every_notebook_says_how_long_it_runs_and_how_much_memory_it_needs():
@@ -105,5 +105,5 @@ def test_the_checks_see_a_figure_left_as_text_and_red_lines():
     assert stderr_lines(notebook_with("cluster.stop()", red)) == ["E0000 context.cc:911] Failed to remove function"]
     warning = ("/venv/tensorflow/python/data/ops/dataset_ops.py:463: UserWarning: To make it possible to preserve "
                "tf.data options across serialization boundaries, their implementation has moved")
-    assert MANIFESTS["02_strategy_and_mnist.ipynb"].unexplained([warning, "E0000 context.cc:911] Failed to remove function"]) == [
+    assert DECLARATIONS["02_strategy_and_mnist.ipynb"].unexplained([warning, "E0000 context.cc:911] Failed to remove function"]) == [
         "E0000 context.cc:911] Failed to remove function"]

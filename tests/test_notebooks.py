@@ -1,5 +1,5 @@
 """Every notebook runs: nbval runs a smoke copy of each (see smoke_notebooks.py), with the parameters
-its manifest gives (01's is another cluster shape, as a parameter sweep sets it)."""
+its declaration gives (01's is another cluster shape, as `labkit sweep` sets it)."""
 import nbformat
 import pytest
 from papermill.translators import PythonTranslator

@@ -154,7 +154,7 @@ def calibration(rows, model, batch_size):
 
 
 def measure_costs(rows, model, batch_size):
-    """``Costs`` of ``model`` at ``batch_size`` from sweep rows (``labkit.bench.measure``)."""
+    """``Costs`` of ``model`` at ``batch_size`` from the benchmark's rows (``labkit.bench.measure``)."""
     calibrated = calibration(rows, model, batch_size)
 
     def cost(value):

@@ -1,5 +1,6 @@
-"""Every point measured on its cluster (a warm-up interval, then timed ones), beside a single-process
-baseline, as result rows."""
+"""Every point measured on its cluster, a warm-up then timed intervals, beside a single-process baseline.
+
+Each point gives one result row."""
 import gc
 import itertools
 import math

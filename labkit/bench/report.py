@@ -10,15 +10,15 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "08_performance_a
 
 
 def run_and_save(out_dir, **settings):
-    """Check the settings, measure their points, save CSV + JSON + sweep.png in ``out_dir``; return the rows.
+    """Check the settings, measure their points, save CSV + JSON + throughput.png in ``out_dir``; return the rows.
     Settings: see DEFAULTS."""
     points = check(settings)
     settings = {**DEFAULTS, **settings}
     rows = measure_points(points, settings["repeats"], settings["min_steps"], settings["target_accuracy"])
     csv_path, json_path = save(rows, out_dir, settings)
-    plot(rows, Path(out_dir) / "sweep.png", base_point(settings["workers"], settings["ps"], settings["batch_sizes"]))
+    plot(rows, Path(out_dir) / "throughput.png", base_point(settings["workers"], settings["ps"], settings["batch_sizes"]))
     print(format_table(rows))
-    print(f"saved {csv_path}, {json_path} and {Path(out_dir) / 'sweep.png'}")
+    print(f"saved {csv_path}, {json_path} and {Path(out_dir) / 'throughput.png'}")
     return rows
 
 

@@ -1,5 +1,6 @@
-"""What every check shares: ``require`` (fails with ``CheckFailed``, also under ``python -O``), the
-exercise ``Checklist`` and the checks several notebooks use."""
+"""What every check shares: ``require``, the exercises' ``Checklist`` and the checks several notebooks use.
+
+``require`` fails with ``CheckFailed``, also under ``python -O``."""
 from labkit import models
 from labkit.runtime import processes
 

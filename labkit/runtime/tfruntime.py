@@ -1,5 +1,7 @@
-"""Keep TensorFlow's C++ runtime from printing noise a learner did not ask for, and connect this
-process to a cluster (``connect``) and away from it (``disconnect``) without hanging or crashing.
+"""Keep TensorFlow's C++ runtime quiet, and connect this process to a cluster and away from it safely.
+
+The C++ runtime prints noise a learner did not ask for; ``connect`` and ``disconnect`` join this
+process to a cluster and leave it without hanging or crashing.
 
 Two sources of red lines in a notebook, both written by C++ straight to the
 process's stderr (ipykernel forwards that file descriptor into the notebook):

@@ -1,1 +1,1 @@
-"""The kit's tools: the `labkit` command, doctor, sweeps and results, exercises, snippets, display."""
+"""The kit's tools: the `labkit` command, doctor, `labkit sweep` and results, exercises, snippets, display."""

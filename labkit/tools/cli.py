@@ -2,7 +2,7 @@
 
 Each subcommand is one block: ``cmd_<name>`` does the work and ``add_<name>`` registers its
 parser, with help text and an example (the epilog) for the command and every option.
-docs/cli.md is generated from this parser (``python scripts/cli_reference.py``).
+docs/cli.md is generated from this parser (``python -m labkit.tools.pages``, ``make docs``).
 """
 import argparse
 import json
@@ -268,7 +268,7 @@ def cmd_sweep(args):
 def add_sweep(commands):
     sweep_parser = add_command(commands, "sweep", cmd_sweep,
                                "labkit sweep notebooks/03_custom_training_loop.ipynb "
-                               "-p num_workers 1 2 -p num_steps 200 400 --out runs/sweep03")
+                               "-p num_workers 1 2 -p num_steps 200 400 --out runs/workers-and-steps")
     sweep_parser.add_argument("notebook", help="the notebook to run (its cell tagged parameters lists what -p can set)")
     sweep_parser.add_argument("-p", "--parameter", nargs="+", action="append", default=[],
                               metavar=("NAME", "VALUE"),
@@ -315,7 +315,7 @@ def add_bench(commands):
     bench_parser.add_argument("--target-accuracy", type=float, default=defaults["target_accuracy"],
                               help="MNIST test accuracy for time-to-accuracy (default: %(default)s)")
     bench_parser.add_argument("--out", default=time.strftime("runs/bench/%Y%m%d-%H%M%S"), metavar="DIR",
-                              help="directory for results.csv, results.json, sweep.png (default: runs/bench/<time>)")
+                              help="directory for results.csv, results.json, throughput.png (default: runs/bench/<time>)")
     bench_parser.add_argument("--report", action="store_true",
                               help="measure the points through notebook 08 with papermill; the executed notebook "
                                    "goes to --out (make bench-report)")
@@ -502,7 +502,7 @@ def add_grade(commands):
 
 
 # In the order a learner meets them: check the machine, a first run, clusters by hand, the
-# exercises, then the tools for sweeps, benchmarks and real machines.
+# exercises, then `labkit sweep`, the benchmarks and the tools for real machines.
 COMMANDS = (add_doctor, add_data, add_demo, add_up, add_status, add_tf_config, add_stop, add_exercises,
             add_grade, add_sweep, add_bench, add_export)
 

@@ -1,5 +1,6 @@
-"""``python -m labkit.tools.grade_worker PLAN``: the worker process in which ``labkit grade`` runs one
-notebook (see ``labkit.tools.grade``)."""
+"""``python -m labkit.tools.grade_worker PLAN``: the process in which ``labkit grade`` runs one notebook.
+
+See ``labkit.tools.grade``."""
 import argparse
 import ctypes
 import json

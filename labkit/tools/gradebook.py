@@ -1,5 +1,7 @@
-"""What ``labkit grade`` writes: grades.csv (one row per learner), notebooks.csv (one row per graded notebook),
-each learner's feedback.md, and the learning platform's import file (``--export canvas``)."""
+"""What ``labkit grade`` writes: grades.csv, notebooks.csv, feedback.md for each learner, a platform's import file.
+
+grades.csv has one row per learner, notebooks.csv one row per graded notebook; ``--export canvas``
+adds the learning platform's import file."""
 import copy
 import csv
 import zipfile

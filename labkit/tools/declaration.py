@@ -1,4 +1,4 @@
-"""What each notebook declares about itself, in its metadata under "labkit": one place to read it.
+"""What each notebook declares about itself, in its metadata under "labkit": its declaration, read in one place.
 
 - ``smoke``: the small parameters its test run uses (``parameters``) and why they are enough (``why``);
 - ``records``: the results its smoke run must record with ``labkit.tools.results`` (it may record
@@ -17,12 +17,12 @@ import nbformat
 KEY = "labkit"
 
 
-class ManifestError(ValueError):
+class DeclarationError(ValueError):
     """A notebook's "labkit" metadata is missing or malformed."""
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Declaration:
     smoke_parameters: dict
     smoke_why: str
     records: frozenset
@@ -34,21 +34,21 @@ class Manifest:
 
 
 def read(path):
-    """The manifest of the notebook at ``path``."""
+    """The declaration of the notebook at ``path``."""
     path = Path(path)
     metadata = nbformat.read(path, as_version=4).metadata.get(KEY)
     if not isinstance(metadata, dict) or "smoke" not in metadata or "records" not in metadata:
-        raise ManifestError(f"{path.name} has no \"{KEY}\" manifest in its metadata (with \"smoke\" and \"records\"): "
+        raise DeclarationError(f"{path.name} has no \"{KEY}\" declaration in its metadata (with \"smoke\" and \"records\"): "
                             f"copy one from another notebook's metadata and adapt it (see {__name__}).")
     smoke = metadata["smoke"]
     allowed = tuple((entry["pattern"], entry["why"]) for entry in metadata.get("allowed_stderr", []))
     for pattern, _ in allowed:
         re.compile(pattern)  # a bad pattern fails here, naming itself
-    return Manifest(dict(smoke.get("parameters", {})), smoke.get("why", ""), frozenset(metadata["records"]), allowed)
+    return Declaration(dict(smoke.get("parameters", {})), smoke.get("why", ""), frozenset(metadata["records"]), allowed)
 
 
 def write(path, smoke_parameters, records, allowed_stderr=(), smoke_why=""):
-    """Store a manifest in the notebook at ``path`` (its cells are left as they are)."""
+    """Store a declaration in the notebook at ``path`` (its cells are left as they are)."""
     notebook = nbformat.read(path, as_version=4)
     notebook.metadata[KEY] = {
         "smoke": {"parameters": smoke_parameters, "why": smoke_why},
@@ -59,5 +59,5 @@ def write(path, smoke_parameters, records, allowed_stderr=(), smoke_why=""):
 
 
 def read_all(folder):
-    """{notebook name: manifest} for every notebook in ``folder``."""
+    """{notebook name: declaration} for every notebook in ``folder``."""
     return {path.name: read(path) for path in sorted(Path(folder).glob("*.ipynb"))}
