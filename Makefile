@@ -70,17 +70,16 @@ lab: install ## install if needed, copy the notebooks into work/ (once), cache f
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-# One pytest call on two workers. Each worker runs its share of the test files, the longest first, from
-# their seconds in the last `make measurements` (tests/conftest.py; pyproject's --dist each); a smoke
-# notebook's cells and the tests that read its executed copy (pytest.mark.reads) run in one process.
+# One pytest call on two workers; each test file runs whole on one of them (pyproject's --dist loadfile).
 test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
 	$(PY) -m pytest -n 2
 
 test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
 	$(PY) -m pytest -m unit -n 2
 
+# nbval runs each notebook cell by cell, reporting each cell (outputs not compared: --nbval-lax).
 test-defaults: install-test ## run every notebook with its learner defaults, as a learner runs it
-	$(PY) -m pytest notebooks
+	$(PY) -m pytest --nbval-lax --nbval-kernel-name=pslab notebooks
 
 exercises: install ## regenerate exercises/ from solutions/ (refuses to overwrite an edited exercise)
 	$(PY) -m labkit.tools.exercises

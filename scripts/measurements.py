@@ -5,7 +5,7 @@
     python scripts/measurements.py --only startup 06 ex2  # measure these (again), nothing else, then write
 
 It runs, one after the other, each into its own folder of runs/measurements/:
-``make test-fast`` and ``make test`` (as CI runs them: each tier's test time, tests/tier_times.py);
+``make test-fast`` and ``make test`` (as CI runs them: each tier's test time, tests/support/tier_times.py);
 ``labkit bench startup``; every notebook and every exercise solution at its defaults
 (``labkit sweep`` without -p: wall time, peak memory, the results it records), and again in the
 small-laptop setting (the offline MNIST subset of ``make lab-small``); the workshop day (the 3-hour
@@ -19,8 +19,7 @@ end, duration and load average are logged in runs/measurements/log.json; the pag
 gives the total, so the page says how long a full run takes.
 MNIST is full MNIST where it is cached, else the full-size timing stand-in (times and memory
 hold; accuracies mean nothing). From the recorded files it writes docs/measurements.md,
-labkit/tools/notebook_peaks.json (what `labkit doctor --workshop` compares with free memory),
-tests/group_seconds.json (how `make test` splits its test files between its workers), the
+labkit/tools/notebook_peaks.json (what `labkit doctor --workshop` compares with free memory), the
 "*Runs in ...*" sentence of each notebook's first cell, and each time note ("*Next cell: ...*", the
 last line of the markdown cell before a long code cell) from that cell's measured time.
 """
@@ -41,11 +40,10 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))  # tier_times: the tiers and the files it writes
+sys.path.insert(0, str(ROOT / "tests"))  # support.tier_times: the tiers and the files it writes
 OUT = ROOT / "runs" / "measurements"
 PAGE = ROOT / "docs" / "measurements.md"
 PEAKS = ROOT / "labkit" / "tools" / "notebook_peaks.json"
-GROUP_SECONDS = ROOT / "tests" / "group_seconds.json"  # how tests/conftest.py splits `make test` between its workers
 LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
 
 
@@ -75,7 +73,7 @@ DAY_SETTINGS = [("full-size", None, "Full-size MNIST", 5),
 # The MNIST source of the tests item: none set, as in CI (the tests pick theirs); its log says so.
 AS_CI = "as-ci"
 NO_MNIST_SOURCE = "none: each test picks its own, as in CI"
-# The pytest calls of `make test-fast` and `make test`, by the file tests/tier_times.py writes for each.
+# The pytest calls of `make test-fast` and `make test`, by the file tests/support/tier_times.py writes for each.
 TEST_CALLS = [("unit", "`make test-fast`"), ("all", "`make test`")]
 
 
@@ -457,7 +455,7 @@ def load_of(log, name):
 
 
 def test_calls():
-    """{call: what tests/tier_times.py recorded} for make test-fast's and make test's call; None if one is missing."""
+    """{call: what tests/support/tier_times.py recorded} for make test-fast's and make test's call; None if one is missing."""
     calls = {call: read_json(OUT / "tests" / f"{call}.json") for call, _ in TEST_CALLS}
     return calls if all(calls.values()) else None
 
@@ -468,8 +466,8 @@ def tier_cell(times):
 
 
 def tests_section(log):
-    """Each pytest call's wall time and its tiers' test time, from the files tests/tier_times.py wrote."""
-    from tier_times import TIERS
+    """Each pytest call's wall time and its tiers' test time, from the files tests/support/tier_times.py wrote."""
+    from support.tier_times import TIERS
 
     lines = ["## Tests (`make test-fast`, `make test`)", ""]
     calls = test_calls()
@@ -848,20 +846,6 @@ def write_test_times(log):
     return new != text
 
 
-def write_group_seconds():
-    """tests/group_seconds.json: each group's test seconds by tier in `make test`'s call, how tests/conftest.py splits
-    the groups between the workers. False if the call is not recorded."""
-    calls = test_calls()
-    if not calls:
-        return False
-    GROUP_SECONDS.write_text(json.dumps({
-        "about": "Each group's test seconds (setup, call and teardown) by tier in `make test`: tests/conftest.py "
-                 "gives each worker its share, longest first. Written by `make measurements` (scripts/measurements.py) "
-                 "from what tests/tier_times.py recorded: never edit.",
-        "seconds": calls["all"]["groups"]}, indent=1) + "\n")
-    return True
-
-
 def test_times_line(calls, log):
     speed = log.get("tests", {}).get("import_tensorflow_s")
     at_speed = f" (a bare `import tensorflow` took {speed:.1f} s there then)" if speed else ""
@@ -981,7 +965,6 @@ def main(argv=None):
     PAGE.write_text(page(log, startup))
     PEAKS.write_text(json.dumps(peaks_table(log), indent=1) + "\n")
     changed = write_first_lines() + (["README.md's test times"] if write_test_times(log) else [])
-    changed += [GROUP_SECONDS.name] if write_group_seconds() else []
     noted = write_time_notes()
     print(f"wrote {PAGE.relative_to(ROOT)}, {PEAKS.relative_to(ROOT)}, the first line of "
           f"{', '.join(changed) or 'no notebook (all agreed)'} and the time notes of {', '.join(noted) or 'none'}")

@@ -7,7 +7,7 @@ import pytest
 
 from labkit import allreduce, models
 from labkit.runtime import children
-from support import processes_running
+from support.processes import processes_running
 
 
 @pytest.mark.parametrize("settings, message", [

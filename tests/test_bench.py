@@ -1,22 +1,17 @@
-"""labkit.bench: statistics, the benchmark points, bad input through the CLI, and the files of a tiny real run:
-the one notebook 08's smoke run measured and saved with the functions `labkit bench` runs (read just after it).
+"""labkit.bench: statistics, the benchmark points, bad input through the CLI, a baseline's meter, the figure's titles
+(tests/test_notebook_08_performance_analysis.py reads the files of a tiny real run: notebook 08's smoke run).
 
 No test asserts a speed: timings are measurements (labkit bench prints ratios), not tests.
 """
-import csv
-import json
 import subprocess
 import sys
 
 import pytest
 
-from executed_notebooks import executed_copy
 from labkit import bench
 from labkit.meter import Meter
-from smoke_notebooks import SMOKE_DIR, SMOKE_PARAMETERS
 
 LABKIT = [sys.executable, "-m", "labkit.tools.cli"]
-NOTEBOOK_08 = "08_performance_analysis.ipynb"
 
 
 def labkit(*args, timeout=600):
@@ -84,65 +79,6 @@ def test_report_checks_its_settings_before_running_the_notebook(tmp_path):
     with pytest.raises(ValueError, match="unknown model 'gpt'"):
         bench.report(tmp_path, models=["gpt"])
     assert not (tmp_path / bench.NOTEBOOK.name).exists()
-
-
-@pytest.fixture(scope="module")
-def tiny_bench():
-    """The out_dir of the points notebook 08's smoke run measured and saved (bench.measure_points, save, plot):
-    ``labkit bench`` runs the same functions, so the files are read here instead of measuring a second time."""
-    executed_copy(NOTEBOOK_08)  # skips unless this pytest call executed notebook 08's smoke copy
-    return (SMOKE_DIR / SMOKE_PARAMETERS[NOTEBOOK_08]["out_dir"]).resolve(), SMOKE_PARAMETERS[NOTEBOOK_08]
-
-
-@pytest.mark.notebook
-@pytest.mark.reads(NOTEBOOK_08)
-def test_tiny_bench_writes_well_formed_csv_and_json(tiny_bench):
-    out, settings = tiny_bench
-    with open(out / "results.csv") as file:
-        rows = list(csv.DictReader(file))
-    document = json.loads((out / "results.json").read_text())
-    # 1 single-process baseline + custom loop and model.fit at each packing, on one cluster shape
-    packings = settings["steps_per_closure"]
-    assert sorted((r["loop"], int(r["steps_per_closure"])) for r in rows) == sorted(
-        [("custom", k) for k in packings] + [("fit", k) for k in packings] + [("single-process", max(packings))])
-    assert len(document["results"]) == len(rows)
-    for row in rows:
-        assert float(row["samples_per_s_median"]) > 0
-        assert float(row["samples_per_s_q1"]) <= float(row["samples_per_s_median"]) <= float(row["samples_per_s_q3"])
-        assert float(row["samples_per_s_median"]) == pytest.approx(64 * float(row["steps_per_s_median"]))
-        assert float(row["ratio_to_single_process"]) > 0
-        # a baseline row pools its measurements: one before each point of its shape and one after the last
-        measurements = len(rows) if row["loop"] == "single-process" else 1
-        assert int(row["intervals"]) == settings["repeats"] * measurements
-        assert (int(row["beside_workers"]), int(row["beside_ps"])) == (1, 1), "all measured beside the one shape"
-        assert float(row["baseline_samples_per_s"]) > 0
-    assert document["settings"]["steps_per_closure"] == packings
-
-
-@pytest.mark.notebook
-@pytest.mark.reads(NOTEBOOK_08)
-def test_tiny_bench_describes_the_machine_and_measures_cpu_and_bytes(tiny_bench):
-    out, _ = tiny_bench
-    document = json.loads((out / "results.json").read_text())
-    machine = document["machine"]
-    assert machine["cores"] >= 1 and machine["memory_gib"] > 0
-    assert machine["versions"]["tensorflow"].startswith("2.21")
-    on_cluster = [r for r in document["results"] if r["loop"] != "single-process"]
-    for row in on_cluster:
-        assert set(row["cpu_per_task"]) == {"coordinator", "ps:0", "worker:0"}
-        assert row["cpu_workers"] > 0 and row["cpu_ps"] > 0
-        assert row["analytic_bytes_per_step"] == 2 * row["model_bytes"]
-        if row["measured_pull_bytes_per_step"] is not None:  # `ss` available: the sockets saw ~M each way
-            assert 0.8 < row["measured_pull_bytes_per_step"] / row["model_bytes"] < 1.5
-            assert 0.8 < row["measured_push_bytes_per_step"] / row["model_bytes"] < 1.5
-
-
-@pytest.mark.notebook
-@pytest.mark.reads(NOTEBOOK_08)
-def test_tiny_bench_plots_a_png(tiny_bench):
-    out, _ = tiny_bench
-    png = (out / "throughput.png").read_bytes()
-    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
 
 
 def test_a_baseline_times_with_the_meter_it_is_given_and_measured_again_pools_its_intervals():

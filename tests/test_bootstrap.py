@@ -131,6 +131,6 @@ def test_tensorflow_imported_first_with_legacy_keras_is_fine():
 
 @pytest.mark.cluster
 def test_a_process_that_only_imported_ipykernel_is_not_taken_for_a_kernel():
-    """pytest with nbval imports ipykernel; only a running kernel gets TensorFlow imported with labkit."""
+    """pytest with nbval (make test-defaults) imports ipykernel; only a running kernel gets TensorFlow imported with labkit."""
     done = run_python("import sys, ipykernel.kernelspec, labkit\nprint('tensorflow' in sys.modules)")
     assert done.stdout.strip() == "False", done.stderr[-2000:]

@@ -1,82 +1,29 @@
-"""JupyterLab as `make lab` runs it, in a real browser driven by Playwright.
+"""JupyterLab as `make lab` runs it, in a real browser driven by Playwright (tests/support/browser.py).
 
-Headless Debian Chromium (/usr/bin/chromium; Playwright never downloads a browser here)
-opens a notebook, runs all cells, and uses the dashboard's kill and restart buttons; it
-also opens two smoke notebooks as nbval executed them earlier in this pytest run and
-checks what a learner sees: figures as images, no red stderr. In a work folder built as `make lab`
-builds it, a notebook's links to a docs page, an exercise and another notebook each open.
-Screenshots go to runs/browser-test/.
+Headless Chromium opens a notebook, runs all cells, and uses the dashboard's kill and restart buttons; the cost-model
+explorer predicts, measures and leaves no task behind; in a work folder built as `make lab` builds it, a notebook's
+links to a docs page, an exercise and another notebook each open. (The notebooks' test modules look at their own
+executed smoke copies in the browser.)
 """
-import os
+import json
 import re
-import shutil
-import subprocess
-import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from executed_notebooks import FIGURE_CALLS, executed_copy
-from labkit.cluster import pick_port
 from labkit.runtime import processes
 from labkit.tools import workfolder
+from support.browser import SECONDS, browser_page, failure_screenshot, lab, needs_chromium  # noqa: F401  (fixtures)
+from support.costs import bench_rows
+from support.processes import task_processes
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 # Without these Chromium keeps calling home and floods the closed network with retries.
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = Path(__file__).resolve().parents[1] / "runs" / "browser-test"
 NOTEBOOK_CELLS = ["import labkit\nfrom labkit.widgets import ClusterDashboard",
                   'cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name="browser-test")\n'
                   "ClusterDashboard(cluster)"]
-SECONDS = 1000  # Playwright counts milliseconds
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(600),
-              pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM}: the browser test "
-                                 "needs Debian's chromium package (apt-get install chromium)")]
-
-
-@pytest.fixture
-def lab(tmp_path):
-    """JupyterLab serving a folder of notebooks, started as `make lab` starts it (token on).
-
-    Yields (folder, url_of): put notebooks in the folder; ``url_of(name)`` opens one, in a workspace of its own.
-    """
-    root = tmp_path / "root"
-    root.mkdir()
-    # Lab settings and workspaces of this run only (a learner's saved layout must not leak in), and every
-    # cell rendered, not only those scrolled into view, so the page holds all outputs. No news question:
-    # the kit's own settings (jupyterlab/overrides.json, which `make install` installs) answer it.
-    settings = tmp_path / "lab-settings"
-    for extension, setting in [("notebook-extension/tracker", '{"windowingMode": "none"}')]:
-        path = settings / "@jupyterlab" / f"{extension}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(setting)
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"))
-    port = pick_port()
-    command = [str(Path(sys.executable).parent / "jupyter"), "lab", "--ip=127.0.0.1", f"--port={port}",
-               "--no-browser", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
-    if os.getuid() == 0:
-        command.append("--allow-root")
-    log_path = tmp_path / "jupyter.log"
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
-    try:
-        token = wait_for_token(log_path, port, server)
-        # Each notebook in a workspace of its own: the page shows that notebook alone.
-        yield root, lambda name: (f"http://127.0.0.1:{port}/lab/workspaces/{Path(name).stem}/tree/{name}"
-                                  f"?token={token}")
-    finally:
-        server.terminate()  # Jupyter shuts its kernels down; their cluster's tasks exit with them
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600), needs_chromium]
 
 
 @pytest.fixture
@@ -90,120 +37,10 @@ def lab_url(lab):
     return url_of("dashboard.ipynb")
 
 
-@pytest.fixture
-def browser_page(capsys):
-    """A headless Chromium page, and ``screenshot(name)``, which saves one to runs/browser-test/."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    shots = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 700})
-
-        def screenshot(name, **options):
-            shots.append(SCREENSHOTS / f"{name}.png")
-            page.screenshot(path=shots[-1], **options)
-
-        try:
-            yield page, screenshot
-        finally:
-            browser.close()
-            with capsys.disabled():
-                print("\nbrowser test screenshots:", *shots, sep="\n  ")
-
-
-@contextmanager
-def failure_screenshot(screenshot):
-    """On an exception, save what the page showed as failure.png."""
-    try:
-        yield
-    except Exception:
-        screenshot("failure")
-        raise
-
-
-def wait_for_token(log_path, port, server, timeout=180.0):
-    """The token Jupyter generated, read from the URL it logs once it serves."""
-    def token():
-        if server.poll() is not None:
-            raise AssertionError(f"JupyterLab exited with code {server.returncode}; its log:\n{log_path.read_text()}")
-        return re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=(\w+)", log_path.read_text())
-
-    return processes.wait_until(token, timeout, "JupyterLab to serve", error=lambda message: AssertionError(
-        f"{message}; its log:\n{log_path.read_text()}")).group(1)
-
-
 def test_dashboard_kill_and_restart_buttons_in_jupyterlab(lab_url, browser_page):
     page, screenshot = browser_page
     with failure_screenshot(screenshot):
         run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot)
-
-
-@pytest.mark.reads("00_welcome.ipynb")
-def test_the_site_shows_every_page_with_its_figures(browser_page, tmp_path, monkeypatch):
-    """`make site` builds a book of the executed notebooks; every page loads, every figure is an image.
-    The book is built from notebook 00's executed copy alone: another worker may write the others meanwhile."""
-    pytest.importorskip("myst_nb", reason="make site needs the site extra: pip install -e '.[site]'")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    import build_site
-
-    runs = tmp_path / "runs"
-    (runs / "smoke").mkdir(parents=True)
-    shutil.copy(executed_copy("00_welcome.ipynb"), runs / "smoke")  # a notebook with a figure
-    monkeypatch.setattr(build_site, "RUNS", runs)
-    site = tmp_path / "site"
-    build_site.build(site)
-    expected_figures = {path.stem: sum(bool(FIGURE_CALLS.search(cell.source)) for cell in
-                                       nbformat.read(path, as_version=4).cells if cell.cell_type == "code")
-                        for path in map(build_site.executed, sorted(build_site.ROOT.glob("notebooks/*.ipynb"))) if path}
-    pages = sorted(path for path in site.rglob("*.html")
-                   if path.name not in ("genindex.html", "search.html") and "_static" not in path.parts)
-    page, screenshot = browser_page
-    with failure_screenshot(screenshot):
-        page.goto(site.joinpath("index.html").as_uri())
-        toc = page.locator("nav.bd-links a").evaluate_all("links => links.map(a => a.href)")
-        assert {f"notebooks/{stem}.html" for stem in expected_figures} <= {href.split("/site/")[-1] for href in toc}
-        for path in pages:
-            page.goto(path.as_uri())
-            expect(page.locator("article h1").first).to_be_visible()
-            images = page.locator("article img")
-            for index in range(images.count()):
-                images.nth(index).scroll_into_view_if_needed()
-                assert images.nth(index).evaluate("img => img.complete && img.naturalWidth > 0"), \
-                    f"{path.name}: image {index} did not load"
-            if path.stem in expected_figures:
-                assert images.count() >= expected_figures[path.stem], f"{path.name}: figures missing"
-        page.goto(site.joinpath("notebooks", "00_welcome.html").as_uri())
-        screenshot("site-00_welcome")
-
-
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(name))
-                                  for name in ["08_performance_analysis.ipynb", "06_stale_gradients.ipynb"]])
-def test_executed_notebook_shows_its_figures_and_no_red(lab, browser_page, name):
-    root, url_of = lab
-    page, screenshot = browser_page
-    executed = executed_copy(name)
-    shutil.copy(executed, root / name)
-    figure_cells = sum(bool(FIGURE_CALLS.search(cell.source))
-                       for cell in nbformat.read(executed, as_version=4).cells if cell.cell_type == "code")
-    with failure_screenshot(screenshot):
-        look_at_figures_and_stderr(page, url_of(name), Path(name).stem, figure_cells, screenshot)
-
-
-def look_at_figures_and_stderr(page, url, stem, figure_cells, screenshot):
-    page.goto(url)
-    outputs = page.locator(".jp-Notebook .jp-OutputArea-output")
-    outputs.first.wait_for(timeout=60 * SECONDS)
-    images = page.locator(".jp-Notebook .jp-RenderedImage img")
-    expect(images.nth(figure_cells - 1)).to_be_attached(timeout=30 * SECONDS)
-    for index in range(images.count()):
-        image = images.nth(index)
-        image.scroll_into_view_if_needed()
-        expect(image).to_be_visible()
-        assert image.evaluate("img => img.complete && img.naturalWidth > 100"), f"figure {index} did not load"
-        screenshot(f"{stem}-figure-{index}")
-    assert not page.get_by_text("<Figure size").count(), "a figure shows as text"
-    stderr = page.locator('.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"]')
-    assert stderr.count() == 0, f"red stderr output in {stem}: {stderr.all_inner_texts()[:3]}"
 
 
 def run_the_notebook_then_kill_and_restart_a_worker(page, lab_url, screenshot):
@@ -241,11 +78,6 @@ EXPLORER_CELLS = ["import json\nfrom labkit.explorer import CostModelExplorer\n"
 
 
 def test_explorer_predicts_as_a_control_moves_measures_a_point_and_its_kernel_leaves_no_task(lab, browser_page):
-    import json
-
-    from support import task_processes
-    from test_cost_model import bench_rows
-
     root, url_of = lab
     (root / "rows.json").write_text(json.dumps(bench_rows()))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code) for code in EXPLORER_CELLS])

@@ -10,7 +10,7 @@ import tensorflow as tf
 import labkit
 from labkit import checks, compression, verdict
 
-from support import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
+from support.gradients import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
 
 
 class LearnerTopK(compression.Compressor):

@@ -13,7 +13,7 @@ import pytest
 import labkit as labkit_package
 from labkit.runtime import isolation, processes
 from labkit.tools import cli
-from support import default_ctrl_c, signal_state
+from support.processes import default_ctrl_c, signal_state
 
 pytestmark = pytest.mark.cluster
 

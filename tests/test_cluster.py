@@ -21,7 +21,7 @@ from labkit import cluster as cluster_module, registry
 from labkit.cluster import ClusterStartError, LocalCluster, PortInUseError
 from labkit.runtime import loglines, processes
 from labkit.runtime.processes import EXIT_PORT_IN_USE
-from support import default_ctrl_c, signal_state
+from support.processes import default_ctrl_c, signal_state
 
 pytestmark = pytest.mark.cluster
 

@@ -12,7 +12,7 @@ import labkit
 from labkit import checks, compression
 from labkit.data import load_mnist
 
-from support import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
+from support.gradients import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
 
 FIXED_SIZE = [compression.Compressor(), compression.TopK(0.05), compression.RandomK(0.1), compression.Int8(),
               compression.QSGD(1), compression.QSGD(2), compression.QSGD(4, bucket_size=128),

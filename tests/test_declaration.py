@@ -1,12 +1,12 @@
-"""Each notebook's declaration (its "labkit" metadata): present in every notebook, read back as written,
-and a missing or broken one is a clear error."""
+"""Each notebook's declaration (its "labkit" metadata): present in every notebook, read back as written, its
+smoke parameters and results_dir parameters of the notebook; a missing or broken one is a clear error."""
 import re
 
 import nbformat
 import pytest
 
 from labkit.tools import declaration
-from smoke_notebooks import NOTEBOOKS
+from support.smoke import DECLARATIONS, NOTEBOOKS
 
 
 def test_every_notebook_has_a_declaration_that_records_something():
@@ -39,3 +39,17 @@ def test_a_broken_stderr_pattern_fails_when_read(tmp_path):
     declaration.write(path, {}, {"accuracy"}, [("([unclosed", "a typo")])
     with pytest.raises(re.error):
         declaration.read(path)
+
+
+def parameters_cell(path):
+    notebook = nbformat.read(path, as_version=4)
+    tagged = [cell for cell in notebook.cells if "parameters" in cell.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name} needs exactly one cell tagged 'parameters'"
+    return tagged[0].source
+
+
+@pytest.mark.parametrize("name", sorted(DECLARATIONS))
+def test_every_smoke_parameter_and_results_dir_is_a_parameter_of_the_notebook(name):
+    declared = parameters_cell(NOTEBOOKS / name)
+    for parameter in [*DECLARATIONS[name].smoke_parameters, "results_dir"]:
+        assert f"{parameter} =" in declared, f"{name} has no parameter {parameter!r}"

@@ -2,14 +2,14 @@
 checks the generated ones)."""
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from support.scripts import script
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NUMBER_PAGES = [*(page for page in PAGES if page.name != "measurements.md"),
@@ -36,7 +36,7 @@ def text_of(path):
 
 def without_generated(text):
     """A page without the lines scripts/measurements.py writes into it (the README's test times)."""
-    import measurements
+    measurements = script("measurements")
 
     return measurements.TIER_ROW.sub("", measurements.TEST_TIMES_LINE.sub("", text))
 
@@ -139,6 +139,14 @@ def test_make_help_is_the_default_and_lists_every_target():
     assert [target for target in targets if f"make {target} " not in listed] == []
 
 
+def test_every_notebook_says_how_long_it_runs_and_how_much_memory_it_needs():
+    run_time = re.compile(r"^\*Runs in (under|about) [0-9.½]+ minutes? with its defaults on a 2-core machine.*; "
+                          r"[0-9.]+ GB of memory at its peak", re.M)
+    silent = [path.name for path in sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))
+              if not run_time.search(nbformat.read(path, as_version=4).cells[0].source)]
+    assert silent == [], f"notebooks without their measured run time at the top: {silent}"
+
+
 def measured_row(stem, page_text):
     """(seconds, "X.Y GB") of a notebook's row in docs/measurements.md, or None if it was not measured."""
     row = re.search(rf"^\| `{stem}` \| ok \| ([0-9.]+) (s|min) \| ([0-9.]+ GB) \|", page_text, flags=re.MULTILINE)
@@ -149,7 +157,7 @@ def measured_row(stem, page_text):
 
 @pytest.mark.parametrize("notebook", sorted(ROOT.glob("notebooks/*.ipynb")), ids=lambda path: path.stem)
 def test_a_notebooks_first_line_states_what_measurements_md_measured(notebook):
-    import measurements
+    measurements = script("measurements")
 
     measured = measured_row(notebook.stem, (ROOT / "docs" / "measurements.md").read_text())
     if measured is None:
@@ -161,7 +169,7 @@ def test_a_notebooks_first_line_states_what_measurements_md_measured(notebook):
 
 
 def test_the_readme_quotes_the_test_times_measurements_md_measured():
-    from tier_times import TIERS
+    from support.tier_times import TIERS
 
     page, readme = (ROOT / "docs" / "measurements.md").read_text(), (ROOT / "README.md").read_text()
     in_all = re.search(r"^\| `make test` \(every tier[^|]*\| ([^|]+) \|(.*)\|$", page, re.MULTILINE)
@@ -180,16 +188,15 @@ def test_the_readme_quotes_the_test_times_measurements_md_measured():
 def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path, monkeypatch):
     import json
 
-    import measurements
+    measurements = script("measurements")
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
     (tmp_path / "tests").mkdir()
-    groups = {"07_fault_tolerance.ipynb": {"notebook": 160.0}, "test_data.py": {"unit": 2.5}}
     for call, wall, tiers in [("unit", 50.0, {"unit": [95.0, 548]}),
                               ("all", 670.0, {"unit": [40.0, 548], "cluster": [500.0, 90], "notebook": [640.0, 230],
                                               "browser": [45.0, 9]})]:
         (tmp_path / "tests" / f"{call}.json").write_text(json.dumps(
-            {"marker_expression": call, "workers": 2, "wall_seconds": wall, "exit_status": 0, "groups": groups,
+            {"marker_expression": call, "workers": 2, "wall_seconds": wall, "exit_status": 0,
              "tiers": {tier: {"seconds": seconds, "tests": {"passed": count}} for tier, (seconds, count) in tiers.items()}}))
     assert measurements.finished("tests", tmp_path / "tests")
     log = {"tests": {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3], "import_tensorflow_s": 4.04}}
@@ -199,9 +206,6 @@ def test_the_test_times_are_written_from_what_each_pytest_call_recorded(tmp_path
     assert "| `make test` (every tier, 2 workers) | 11.2 min | 548 tests, 40 s | 90 tests, 8.3 min | 230 tests, " \
            "10.7 min | 9 tests, 45 s |  |" in lines
     assert "| `make test-fast` (`-m unit`, 2 workers) | 50 s | 548 tests, 1.6 min |  |  |  |  |" in lines
-    monkeypatch.setattr(measurements, "GROUP_SECONDS", tmp_path / "group_seconds.json")
-    assert measurements.write_group_seconds()
-    assert json.loads((tmp_path / "group_seconds.json").read_text())["seconds"] == groups
     readme = tmp_path / "README.md"
     readme.write_text("*`make test` takes (not measured yet).*\n\n| `cluster` | start processes | |\n")
     monkeypatch.setattr(measurements, "README", readme)
@@ -231,7 +235,7 @@ def record_startup_and_welcome(out):
 def test_the_measurements_page_is_written_from_the_recorded_files(tmp_path, monkeypatch):
     import json
 
-    import measurements
+    measurements = script("measurements")
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
     record_startup_and_welcome(tmp_path)
@@ -254,7 +258,7 @@ def test_one_section_is_written_into_the_page_as_it_is(tmp_path, monkeypatch):
     stays as the page has it (this clone holds no file of theirs), and the heading widens to include it, once."""
     import json
 
-    import measurements
+    measurements = script("measurements")
 
     (tmp_path / "before").mkdir()
     monkeypatch.setattr(measurements, "OUT", tmp_path / "before")
@@ -292,7 +296,7 @@ def test_one_section_is_written_into_the_page_as_it_is(tmp_path, monkeypatch):
 def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks_table(tmp_path, monkeypatch):
     import json
 
-    import measurements
+    measurements = script("measurements")
     from labkit.tools import doctor
 
     monkeypatch.setattr(measurements, "OUT", tmp_path)
@@ -327,7 +331,7 @@ def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks
 
 
 def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_lacks_one():
-    import measurements
+    measurements = script("measurements")
 
     page = (ROOT / "docs" / "measurements.md").read_text()
     rows = re.findall(r"^\| `(\w+)` \| `([\w-]+)` \| `[^`]*` \| ([^|]+) \| (yes|missing) \|$", page, re.MULTILINE)
@@ -345,7 +349,7 @@ def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_la
 
 
 def test_a_time_note_times_the_next_code_cell():
-    import measurements
+    measurements = script("measurements")
 
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("A long cell.\n\n" + measurements.time_note(42.0)),

@@ -3,182 +3,19 @@ notebook runs up to its first stub and fails there; then, in the same kernel, as
 the answers goes on, the solution's cells pass their checks with small parameters; and each exercise's
 checks reject at least one typical wrong answer."""
 import copy
-from dataclasses import dataclass
-from pathlib import Path
 
 import jsonschema
 import nbformat
-import papermill.iorw
-import papermill.parameterize
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from labkit.runtime import processes
 from labkit.tools import cli, exercises, grade
-from support import processes_running
+from support.exercises import CELL_TIMEOUT, EXERCISES, NAMES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
+from support.processes import processes_running
+from support.smoke import like_macos, smoke_copy
 
-ROOT = Path(__file__).resolve().parents[1]
-SOLUTIONS, EXERCISES = ROOT / "solutions", ROOT / "exercises"
-if not SOLUTIONS.is_dir():
-    pytest.skip("no solutions/ here (a learner bundle): these tests run the solutions", allow_module_level=True)
-CELL_TIMEOUT = 300
-
-SMOKE_PARAMETERS = {
-    "ex1_basic_cluster.ipynb": {"epochs": 2, "steps_per_epoch": 60, "target_accuracy": 0.75},
-    "ex2_gradient_compression.ipynb": {"num_workers": 1, "num_steps": 100, "max_accuracy_loss": 0.05},
-    "ex3_fault_tolerance.ipynb": {"num_workers": 1, "num_steps": 200, "checkpoint_every": 50, "kill_step": 80,
-                                  "target_accuracy": 0.75},
-    "ex4_performance_analysis.ipynb": {"worker_counts": [1, 2], "timed_steps": 100, "repeats": 2},
-    "ex5_staleness_checks.ipynb": {"num_steps": 60},
-}
-
-
-@dataclass(frozen=True)
-class WrongAnswer:
-    """``answer`` put into the solution region of the cell containing ``cell``; the next cell
-    containing ``check`` must then fail with an AssertionError (or CheckFailed) whose message contains ``hint``.
-    The cells between run too, unless ``skip_between`` (where the check calls the answer itself)."""
-
-    cell: str
-    answer: str
-    check: str
-    hint: str
-    skip_between: bool = False
-
-
-# ex3's recovery with the numbers typed in and nothing restored (the check reads the restored job itself)
-HARD_CODED_RECOVERY = """
-    try:
-        train_until(job, manager, num_steps)
-    except recovery.PS_FAILURES:
-        cluster.restart("ps:0")
-        job = make_job()
-        manager = tf.train.CheckpointManager(tf.train.Checkpoint(model=job.model, optimizer=job.optimizer),
-                                             checkpoint_dir, max_to_keep=2)
-        resumed_at, steps_lost = 200, 50
-"""
-
-WRONG_ANSWERS = {
-    "ex1_basic_cluster.ipynb": [
-        WrongAnswer("ports = [portpicker", """
-cluster = {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"] * num_workers,
-           "chief": [f"localhost:{ports[-1]}"]}
-tf_configs = {f"{task_type}:{index}": {"cluster": cluster, "task": {"type": task_type, "index": index}}
-              for task_type, addresses in cluster.items() for index in range(len(addresses))}
-""", "checks.tf_configs_valid(", "Did you give it a port different from worker:0?"),
-        WrongAnswer("process.terminate()", """
-for name, process in processes.items():
-    if name.startswith("worker"):
-        process.terminate()
-        process.wait()
-""", "checks.processes_stopped(", "still running: ps:0"),
-    ],
-    "ex2_gradient_compression.ipynb": [
-        WrongAnswer("class TopK", """
-    def compress(self, gradient):
-        return {"gradient": tf.where(tf.abs(gradient) < 0.01, 0.0, gradient)}
-""", "checks.compressor_shrinks(", "zeros still take 4 bytes each"),
-        WrongAnswer("class TopK", """
-    def compress(self, gradient):
-        flat = tf.reshape(gradient, [-1])
-        positions = tf.math.top_k(tf.abs(flat), k=math.ceil(self.ratio * flat.shape[0])).indices
-        return {"values": tf.gather(flat, positions), "positions": positions}
-
-    def decompress(self, payload, shape):  # wrong: the values land one position further on
-        positions = (payload["positions"] + 1) % math.prod(shape)
-        return tf.reshape(tf.scatter_nd(positions[:, None], payload["values"], [math.prod(shape)]), shape)
-
-    def bytes_per_step(self, shape):
-        return 8 * math.ceil(self.ratio * math.prod(shape))
-""", "checks.compressor_shrinks(", "exact values at the positions they came from"),
-    ],
-    "ex3_fault_tolerance.ipynb": [
-        WrongAnswer("def train_until", """
-    step = int(job.optimizer.iterations.numpy())
-    while step < num_steps:  # saves after every closure, not at the multiples of checkpoint_every
-        job.coordinator.schedule(job.train_steps, args=(job.iterator,))
-        job.coordinator.join()
-        step = int(job.optimizer.iterations.numpy())
-        manager.save(checkpoint_number=step)
-""", "checks.checkpoint_saved(", "it should hold step"),
-        WrongAnswer("faults.KillAtStep(", HARD_CODED_RECOVERY, "checks.recovered(", "the new job starts at step 0"),
-    ],
-    "ex4_performance_analysis.ipynb": [
-        WrongAnswer("seconds_by_workers = {num_workers: time_training", """
-seconds_by_workers = {num_workers: [1.5] * repeats for num_workers in worker_counts}
-relative_spread_by_workers = {num_workers: 0.0 for num_workers in worker_counts}
-""", "checks.timed_every_worker_count(", "do not copy one timing"),
-        WrongAnswer("def time_training", """
-    return [1.0 + repeat / 10 for repeat in range(repeats)]  # made-up timings, no cluster
-""", "checks.timed_the_cluster(", "scheduled nothing on the cluster"),
-        WrongAnswer("def time_training", """
-    with labkit.LocalCluster(num_workers=num_workers, num_ps=num_ps, name="exercise-4") as cluster:
-        strategy = cluster.strategy()
-        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-        with strategy.scope():
-            model = models.mnist_mlp()
-            optimizer = tf.keras.optimizers.legacy.SGD(0.1)
-        train_steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy,
-                                             steps_per_closure)
-        batches = train.per_worker_iterator(coordinator, dataset_fn)
-        seconds = []
-        for _ in range(repeats):  # no warm-up: the first block also traces the function
-            began = time.perf_counter()
-            for _ in range(timed_steps // steps_per_closure):
-                coordinator.schedule(train_steps, args=(batches,))
-            coordinator.join()
-            seconds.append(time.perf_counter() - began)
-        return seconds
-""", "checks.timed_the_cluster(", "has no warm-up", skip_between=True),
-        WrongAnswer("beyond_spread = {}", """
-counts = sorted(seconds_by_workers)
-beyond_spread = {}
-for fewer, more in zip(counts, counts[1:]):  # keyed (more, fewer)
-    a, b = seconds_by_workers[fewer], seconds_by_workers[more]
-    beyond_spread[(more, fewer)] = max(a) < min(b) or max(b) < min(a)
-""", "checks.beyond_spread(", "one per pair of consecutive worker counts"),
-        WrongAnswer("figure, axis = plt.subplots", """
-axis.plot(list(seconds_by_workers.values()), marker="o")
-axis.set_xlabel("workers")
-axis.set_ylabel("seconds")
-""", "checks.plot_shows(", "not the worker counts"),
-    ],
-    "ex5_staleness_checks.ipynb": [
-        WrongAnswer("class StalenessSGD", """
-        tau = self.version.assign_add(1) - 1 - read_version
-        for variable, gradient in zip(self.variables, gradients):
-            variable.assign_sub(self.learning_rate * gradient)
-        return tau
-""", "checks.claims_after_update(", "claimed without waiting for the update"),
-        WrongAnswer("class StalenessFilter", """
-        return tf.cast(tau < self.max_tau, tf.float32)
-""", "checks.filter_rule(", "steps stale is still allowed"),
-        WrongAnswer("filtered = staleness.train_mnist", """
-filtered = staleness.train_mnist(strategy, coordinator, data, num_workers,
-                                 staleness.Update(staleness.StalenessFilter(max_tau), learning_rate),
-                                 staleness.Schedule(num_steps, evaluate_every=num_steps, steps_per_closure=1),
-                                 slow_worker=0, slow_ms=slow_ms)
-""", "checks.used_own_filter(", "not your filter"),
-        WrongAnswer("updates_by_tau = ", """
-updates_by_tau = filtered.counts.sum(axis=0)
-dropped_share = updates_by_tau[:max_tau + 1].sum() / updates_by_tau.sum()  # the kept ones
-""", "checks.dropped_share_read(", "count the updates in the histogram's columns beyond max_tau"),
-    ],
-}
-NAMES = sorted(SMOKE_PARAMETERS)
-
-
-def with_answer(source, answer):
-    """``source`` with the body of its solution region replaced by ``answer``."""
-    begin, end = source.index(exercises.BEGIN), source.index(exercises.END)
-    start = source.index("\n", begin) + 1
-    return source[:start] + answer.strip("\n") + "\n" + source[source.rindex("\n", 0, end) + 1:]
-
-
-def smoke_copy(directory, name):
-    notebook = papermill.iorw.load_notebook_node(str(directory / name))
-    return papermill.parameterize.parameterize_notebook(notebook, SMOKE_PARAMETERS[name], kernel_name="pslab")
 
 
 def run(client, cells, start=0, wrong_answers=()):
@@ -381,7 +218,7 @@ def test_solution_notebooks_follow_the_conventions(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_exercise_fails_at_its_first_stub_then_the_solution_passes_its_checks_and_rejects_wrong_answers(
         name, tmp_path):
-    exercise, solution = smoke_copy(EXERCISES, name), smoke_copy(SOLUTIONS, name)
+    exercise, solution = (smoke_copy(folder / name, SMOKE_PARAMETERS[name]) for folder in (EXERCISES, SOLUTIONS))
     first_stub = next(index for index, cell in enumerate(exercise.cells)
                       if cell.cell_type == "code" and exercises.CODE_STUB[1] in cell.source)
     assert [cell.source for cell in exercise.cells[:first_stub]] == \
@@ -390,7 +227,7 @@ def test_exercise_fails_at_its_first_stub_then_the_solution_passes_its_checks_an
     client = NotebookClient(copy.deepcopy(solution), kernel_name="pslab", timeout=CELL_TIMEOUT,
                             resources={"metadata": {"path": str(tmp_path)}})
     client.reset_execution_trackers()
-    with client.setup_kernel():
+    with client.setup_kernel(env=like_macos()):  # the exercises run as on macOS: no `ss`, no PSS
         failed_at, error, _ = run(client, exercise.cells)
         assert error is not None, "the exercise notebook ran to the end: its stubs raise nothing"
         assert error.ename == "NotImplementedError" and "replace this line" in error.evalue, \

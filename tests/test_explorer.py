@@ -4,8 +4,8 @@ import pytest
 
 from labkit.explorer import CostModelExplorer, Shape
 from labkit.runtime import processes
-from support import task_processes
-from test_cost_model import bench_rows
+from support.costs import bench_rows
+from support.processes import task_processes
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Fault injection's own rules. The worker, parameter-server and coordinator failures and model.fit's
-BackupAndRestore run end to end in notebook 07's smoke copy (tests/smoke, in `make test`), whose checks
+BackupAndRestore run end to end in notebook 07's smoke run (tests/test_notebook_07_fault_tolerance.py), whose checks
 (labkit.checks: at_least_once, worked_after_restart, one_recovery_per_failure, coordinator_resumed,
 fit_skipped_epochs) assert what these tests asserted before; tests/test_checks.py shows each check
 failing on a wrong outcome. scripts/stress_faults.py repeats the three kills many times.

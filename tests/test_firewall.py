@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from labkit.deploy import netns
-from support import created_network
+from support.network import created_network
 
 pytestmark = pytest.mark.root
 

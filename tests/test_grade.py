@@ -18,7 +18,7 @@ import pytest
 from labkit.runtime import children, isolation, processes
 from labkit.tools import cli, grade, gradescope
 from labkit.cluster import LocalCluster
-from test_exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
+from support.exercises import EXERCISES, SMOKE_PARAMETERS, SOLUTIONS, WRONG_ANSWERS, with_answer
 
 pytestmark = pytest.mark.notebook
 

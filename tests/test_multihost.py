@@ -13,7 +13,8 @@ import pytest
 
 from labkit.deploy import export
 from labkit.runtime import loglines, processes
-from support import created_network, task_processes
+from support.network import created_network
+from support.processes import task_processes
 
 pytestmark = pytest.mark.root
 

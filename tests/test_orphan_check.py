@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-import support
+import support.processes as this_run
 from labkit.runtime import processes
 
 TESTS = Path(__file__).resolve().parent
@@ -17,10 +17,10 @@ TESTS = Path(__file__).resolve().parent
 # The sub-run's conftest: this project's orphan check, from the module the real conftest uses,
 # with a shorter grace period (nothing is going to exit there).
 CONFTEST = textwrap.dedent("""
-    import support
-    from support import no_orphan_task_processes  # noqa: F401
+    import support.processes
+    from support.processes import no_orphan_task_processes  # noqa: F401
 
-    support.ORPHAN_GRACE_SECONDS = 1.0
+    support.processes.ORPHAN_GRACE_SECONDS = 1.0
 """)
 
 # A real `python -m labkit.runtime.server` with a valid TF_CONFIG, started as its own session without the
@@ -70,7 +70,7 @@ def test_a_leaked_task_process_fails_the_run_and_a_stopped_one_does_not(tmp_path
         for pid in pids:
             try:
                 leaked = psutil.Process(pid)
-                mark = leaked.environ().get(support.RUN_MARK[0])
+                mark = leaked.environ().get(this_run.RUN_MARK[0])
                 leaked.kill()
             except psutil.NoSuchProcess:
                 mark = None
@@ -80,6 +80,6 @@ def test_a_leaked_task_process_fails_the_run_and_a_stopped_one_does_not(tmp_path
     assert run.returncode == 1, output
     assert "1 error" in output and "2 passed" in output, output
     assert "ERROR at teardown of test_forgets_its_server" in output, output
-    assert f"{support.ORPHAN_MESSAGE}: pids [{pids[0]}]" in output, output
+    assert f"{this_run.ORPHAN_MESSAGE}: pids [{pids[0]}]" in output, output
     assert "test_stops_its_server" not in output.split("short test summary")[-1], output
-    assert mark not in (None, support.RUN_MARK[1]), "the sub-run's processes must carry their own mark"
+    assert mark not in (None, this_run.RUN_MARK[1]), "the sub-run's processes must carry their own mark"

@@ -6,7 +6,7 @@
 docs/cli.md is the ``labkit`` command's parser, option by option. In docs/contributing.md, each part
 between ``<!-- make docs: NAME -->`` and ``<!-- make docs: end -->`` is written from
 labkit/tools/conventions.py (the layers, the retired names) or from the files themselves (the layout:
-every module and script with the first line of its docstring).
+every module of labkit, measurements/ and tests/support/, and every script, with the first line of its docstring).
 """
 import argparse
 import ast
@@ -34,7 +34,7 @@ OTHER_FOLDERS = [
     ("notebooks/", "00_… one topic each, run top to bottom; outputs are never committed"),
     ("exercises/", "generated from solutions/ (not edited by hand)"),
     ("solutions/", "the exercise notebooks with their solutions"),
-    ("tests/", "one module per labkit module or check module, tiers as above"),
+    ("tests/", "one module per labkit module, check module or notebook, tiers as above; support/, what they share:"),
     ("docs/", "these pages; cli.md and measurements.md are generated"),
     ("jupyterlab/", "overrides.json: the lab settings `make install` gives every learner (no news question)"),
     ("Dockerfile", "the image `labkit export --k8s` and `--tfjob` run"),
@@ -125,18 +125,35 @@ def modules_by_layer(package):
     return paths
 
 
+def package(folder, depth=0):
+    """A package's lines of the layout: the folder with its ``__init__.py``'s summary, then its modules and its
+    subpackages, each with its own."""
+    lines = [f"{'  ' * depth}- `{folder.name}/`: {summary(folder / '__init__.py')}"]
+    for path in sorted(folder.iterdir()):
+        if path.suffix == ".py" and path.name != "__init__.py":
+            lines.append(f"{'  ' * (depth + 1)}- `{path.name}`: {summary(path)}")
+        elif (path / "__init__.py").is_file():
+            lines += package(path, depth + 1)
+    return lines
+
+
 def layout(root=ROOT):
-    """The layout: every module of labkit (by layer) and every script, each with its summary, as a nested list."""
-    package = root / "labkit"
-    lines = [f"- `labkit/`: {summary(package / '__init__.py')}"]
-    for path in modules_by_layer(package)[1:]:
-        depth = len(path.relative_to(package).parts)
+    """The layout: every module of labkit (by layer), of the measurements and of the tests' support, and every
+    script, each with its summary, as a nested list."""
+    labkit = root / "labkit"
+    lines = [f"- `labkit/`: {summary(labkit / '__init__.py')}"]
+    for path in modules_by_layer(labkit)[1:]:
+        depth = len(path.relative_to(labkit).parts)
         name = f"{path.parent.name}/" if path.name == "__init__.py" else path.name
         depth -= path.name == "__init__.py"
         lines.append(f"{'  ' * depth}- `{name}`: {summary(path)}")
+    lines += package(root / "measurements") if (root / "measurements").is_dir() else []
     lines.append("- `scripts/`: what `make` runs beyond the kit")
     lines += [f"  - `{path.name}`: {summary(path)}" for path in sorted((root / "scripts").glob("*.[ps][yh]"))]
-    lines += [f"- `{name}`: {what}" for name, what in OTHER_FOLDERS]
+    for name, what in OTHER_FOLDERS:
+        lines.append(f"- `{name}`: {what}")
+        if name == "tests/" and (root / "tests" / "support").is_dir():
+            lines += package(root / "tests" / "support", depth=1)
     return "\n".join(lines) + "\n"
 
 

@@ -1,8 +1,9 @@
-"""Helpers shared by the test modules, imported once as the top-level module ``support``.
+"""This test run's processes: its mark on each, the task processes among them, the orphan check of every module.
 
-Import it as ``import support`` / ``from support import ...``, never as ``tests.support``:
-a second import would run this file again and give the run a second mark, and the
-orphan check would then look for the wrong one.
+Every process the run starts inherits the mark; tests/conftest.py gives every test module the orphan check.
+
+Import it as ``support.processes``, never as ``tests.support.processes``: a second import would run this file
+again and give the run a second mark, and the orphan check would then look for the wrong one.
 """
 import os
 import signal
@@ -13,8 +14,8 @@ import pytest
 
 from labkit.runtime import processes
 
-if __name__ != "support":
-    raise ImportError(f"import this module as `support`, not `{__name__}`: a second copy would give "
+if __name__ != "support.processes":
+    raise ImportError(f"import this module as `support.processes`, not `{__name__}`: a second copy would give "
                       "the test run a second LABKIT_TEST_RUN mark and blind the orphan check.")
 
 # Inherited by every process this test run starts (kernels, CLIs, task servers), so the
@@ -66,20 +67,6 @@ def signal_state(pid):
         return str(error)
 
 
-def created_network(hosts, **kwargs):
-    """A created ``netns.VirtualNetwork`` of ``hosts``; the test is skipped where namespaces cannot be made."""
-    from labkit.deploy import netns
-
-    reason = netns.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    netns.remove_stale()
-    try:
-        return netns.VirtualNetwork(hosts, **kwargs).create()
-    except netns.NetnsError as error:
-        pytest.skip(f"network namespaces cannot be created here: {error}")
-
-
 @pytest.fixture(autouse=True, scope="module")
 def no_orphan_task_processes():
     """Fail a test module after which a task process it started is still running."""
@@ -87,14 +74,3 @@ def no_orphan_task_processes():
     yield
     started = [p.pid for p in task_processes() if p.pid not in before]
     assert processes.wait_until_gone(started, ORPHAN_GRACE_SECONDS) == [], f"{ORPHAN_MESSAGE}: pids {started}"
-
-
-GRADIENT_SHAPE = (40, 25)
-
-
-@pytest.fixture
-def gradient():
-    """A fixed random tensor of GRADIENT_SHAPE: what the compressors' tests compress."""
-    import tensorflow as tf
-
-    return tf.random.stateless_normal(GRADIENT_SHAPE, seed=[1, 2])

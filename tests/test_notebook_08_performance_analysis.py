@@ -1,0 +1,73 @@
+"""Notebook 08 (performance analysis) at its smoke parameters, with `ss`: every cell runs and asserts, a learner sees
+every figure and no unexplained red, it records the results it declares (tests/support/smoke.py), JupyterLab shows its
+executed copy with its figures and no red; and the files of the points it measured and saved with the functions
+`labkit bench` runs hold what they should (read here instead of measuring a second time)."""
+import csv
+import json
+
+import pytest
+
+from support.browser import browser_page, lab, look_at_figures_and_stderr, needs_chromium  # noqa: F401  (fixtures)
+from support.smoke import DECLARATIONS, SmokeNotebook
+
+
+def tiny_bench(executed):
+    """The out_dir of the points the smoke run measured and saved, and its smoke parameters."""
+    settings = DECLARATIONS[executed.name].smoke_parameters
+    executed.to_the_end()
+    return (executed.path.parent / settings["out_dir"]).resolve(), settings
+
+
+class TestSmokeRun(SmokeNotebook):
+    notebook = "08_performance_analysis.ipynb"
+    keeps_ss = True  # dense_traffic_is_model_size, and the benchmark files read below, count the bytes on the sockets
+
+    @pytest.mark.browser
+    @needs_chromium
+    def test_jupyterlab_shows_its_figures_and_no_red(self, executed, lab, browser_page):
+        look_at_figures_and_stderr(browser_page, lab, executed.path)
+
+    @pytest.mark.notebook
+    def test_tiny_bench_writes_well_formed_csv_and_json(self, executed):
+        out, settings = tiny_bench(executed)
+        with open(out / "results.csv") as file:
+            rows = list(csv.DictReader(file))
+        document = json.loads((out / "results.json").read_text())
+        # 1 single-process baseline + custom loop and model.fit at each packing, on one cluster shape
+        packings = settings["steps_per_closure"]
+        assert sorted((r["loop"], int(r["steps_per_closure"])) for r in rows) == sorted(
+            [("custom", k) for k in packings] + [("fit", k) for k in packings] + [("single-process", max(packings))])
+        assert len(document["results"]) == len(rows)
+        for row in rows:
+            assert float(row["samples_per_s_median"]) > 0
+            assert float(row["samples_per_s_q1"]) <= float(row["samples_per_s_median"]) <= float(row["samples_per_s_q3"])
+            assert float(row["samples_per_s_median"]) == pytest.approx(64 * float(row["steps_per_s_median"]))
+            assert float(row["ratio_to_single_process"]) > 0
+            # a baseline row pools its measurements: one before each point of its shape and one after the last
+            measurements = len(rows) if row["loop"] == "single-process" else 1
+            assert int(row["intervals"]) == settings["repeats"] * measurements
+            assert (int(row["beside_workers"]), int(row["beside_ps"])) == (1, 1), "all measured beside the one shape"
+            assert float(row["baseline_samples_per_s"]) > 0
+        assert document["settings"]["steps_per_closure"] == packings
+
+    @pytest.mark.notebook
+    def test_tiny_bench_describes_the_machine_and_measures_cpu_and_bytes(self, executed):
+        out, _ = tiny_bench(executed)
+        document = json.loads((out / "results.json").read_text())
+        machine = document["machine"]
+        assert machine["cores"] >= 1 and machine["memory_gib"] > 0
+        assert machine["versions"]["tensorflow"].startswith("2.21")
+        on_cluster = [r for r in document["results"] if r["loop"] != "single-process"]
+        for row in on_cluster:
+            assert set(row["cpu_per_task"]) == {"coordinator", "ps:0", "worker:0"}
+            assert row["cpu_workers"] > 0 and row["cpu_ps"] > 0
+            assert row["analytic_bytes_per_step"] == 2 * row["model_bytes"]
+            if row["measured_pull_bytes_per_step"] is not None:  # `ss` available: the sockets saw ~M each way
+                assert 0.8 < row["measured_pull_bytes_per_step"] / row["model_bytes"] < 1.5
+                assert 0.8 < row["measured_push_bytes_per_step"] / row["model_bytes"] < 1.5
+
+    @pytest.mark.notebook
+    def test_tiny_bench_plots_a_png(self, executed):
+        out, _ = tiny_bench(executed)
+        png = (out / "throughput.png").read_bytes()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 20_000
