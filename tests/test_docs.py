@@ -161,7 +161,7 @@ def test_a_notebooks_first_line_states_what_measurements_md_measured(notebook):
 
     measured = measured_row(notebook.stem, (ROOT / "docs" / "measurements.md").read_text())
     if measured is None:
-        pytest.skip(f"{notebook.stem} is not in docs/measurements.md yet: run `make measurements`")
+        pytest.fail(f"{notebook.stem} is not in docs/measurements.md yet: run `make measurements`")
     executable = nbformat.read(notebook, as_version=4)
     stated = measurements.FIRST_LINE.search(executable.cells[0].source)
     assert stated and stated.group(0) == measurements.first_line(*measured, measurements.uses_mnist(executable)), \
@@ -175,7 +175,7 @@ def test_the_readme_quotes_the_test_times_measurements_md_measured():
     in_all = re.search(r"^\| `make test` \(every tier[^|]*\| ([^|]+) \|(.*)\|$", page, re.MULTILINE)
     fast = re.search(r"^\| `make test-fast` [^|]*\| ([^|]+) \|", page, re.MULTILINE)
     if not (in_all and fast):
-        pytest.skip("docs/measurements.md has no test times yet: run `scripts/measurements.py --only tests`")
+        pytest.fail("docs/measurements.md has no test times yet: run `scripts/measurements.py --only tests`")
     hint = "the README's test times disagree with docs/measurements.md: run `scripts/measurements.py --write-only`"
     speed = re.search(r"a bare `import tensorflow` took ([\d.]+) s just before", page)
     at_speed = f" (a bare `import tensorflow` took {float(speed[1]):.1f} s there then)" if speed else ""
@@ -336,7 +336,7 @@ def test_each_time_note_states_what_measurements_md_measured_and_no_long_cell_la
     page = (ROOT / "docs" / "measurements.md").read_text()
     rows = re.findall(r"^\| `(\w+)` \| `([\w-]+)` \| `[^`]*` \| ([^|]+) \| (yes|missing) \|$", page, re.MULTILINE)
     if not rows:
-        pytest.skip("docs/measurements.md has no long cells yet: run `make measurements`")
+        pytest.fail("docs/measurements.md has no long cells yet: run `make measurements`")
     measured = {(stem, cell_id): (shown.strip(), noted) for stem, cell_id, shown, noted in rows}
     assert not [key for key, (_, noted) in measured.items() if noted == "missing"], \
         "a cell that runs longer than 20 s needs a time note ('*Next cell: ...*') in the markdown cell before it"

@@ -112,6 +112,7 @@ print(server.getsockname()[1], flush=True)
 connection, _ = server.accept()
 while time.process_time() < 0.3:
     pass
+print("resting", flush=True)
 sys.stdin.read()
 """
 
@@ -156,11 +157,18 @@ def test_a_restart_goes_into_the_timeline_at_the_step_counter_read_when_it_happe
 
 
 def test_a_restarted_worker_busy_on_its_own_start_is_not_taken_for_reconnected(tmp_path):
-    """Its CPU moves, but the coordinator has no connection to it yet: still waiting when the time is up."""
+    """Its CPU has moved and it rests: it is reconnected while the coordinator has a connection to it, not without."""
     cluster = Restarts(counter=types.SimpleNamespace(value=0), steps_meanwhile=0)
-    cluster.restart("worker:1")
-    cluster.connection.close()  # as if it had never connected: the worker is left waiting in accept()
+    cluster.restart("worker:1")  # the coordinator (this process) connects
     try:
-        assert not faults._wait_until_reconnected(cluster.process.pid, cluster.port, cpu_at_restart=0.0, timeout=0.5)
+        assert cluster.process.stdout.readline() == "resting\n"  # its start's CPU is spent
+
+        def reconnected():  # looked at once, with no rest asked for
+            return faults._wait_until_reconnected(cluster.process.pid, cluster.port, cpu_at_restart=0.0, timeout=0,
+                                                  rest_seconds=0)
+
+        assert reconnected()
+        cluster.connection.close()  # as if the coordinator had never connected
+        assert not reconnected()
     finally:
         cluster.stop()

@@ -34,15 +34,22 @@ def test_log_tail_gives_the_last_lines_and_reads_only_the_end(tmp_path):
 
 
 def test_wait_until_serving_returns_once_the_process_listens_on_its_port_and_says_so(tmp_path):
+    """The port opens before the line is printed: a process that listens but has not said so does not serve."""
     with socket.socket() as probe:
         probe.bind(("", 0))
         port = probe.getsockname()[1]
     assert processes.port_is_free(port)
-    server = start(f"import socket, time; s = socket.socket(); s.bind(('', {port})); s.listen(); time.sleep(0.3); "
-                   f"print('{loglines.SERVING} localhost:{port}', flush=True); time.sleep(60)", tmp_path / "server.log")
+    log, say_so = tmp_path / "server.log", tmp_path / "say-so"
+    server = start(f"import os, socket, time\ns = socket.socket(); s.bind(('', {port})); s.listen()\n"
+                   f"while not os.path.exists({str(say_so)!r}): time.sleep(0.01)\n"
+                   f"print('{loglines.SERVING} localhost:{port}', flush=True); time.sleep(60)", log)
     try:
-        processes.wait_until_serving(server, tmp_path / "server.log", port, timeout=30)
-        assert loglines.SERVING in processes.log_tail(tmp_path / "server.log", 1), "the port opens before the line"
+        processes.wait_until(lambda: processes.serving(server.pid, port), 30, "the port to open")
+        with pytest.raises(processes.ServingError, match="timed out"):  # the line will not come until said so
+            processes.wait_until_serving(server, log, port, timeout=0)
+        say_so.touch()
+        processes.wait_until_serving(server, log, port, timeout=30)
+        assert loglines.SERVING in processes.log_tail(log, 1)
         assert processes.serving(server.pid, port) and not processes.port_is_free(port)
     finally:
         server.stop()
