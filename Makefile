@@ -99,8 +99,8 @@ bench-report: install ## the speed benchmark through notebook 08: labkit bench -
 bench-startup: install ## cluster start-up against a bare TensorFlow import: labkit bench startup
 	$(PY) -m labkit.tools.cli bench startup
 
-measurements: install ## run the tests, every notebook, solution and benchmark; write docs/measurements.md (resumable)
-	$(PY) scripts/measurements.py
+measurements: install ## measure what the pages quote (resumable), then write docs/measurements.md and the quotes
+	$(PY) -m measurements
 
 docs: install ## regenerate docs/cli.md (the command's parser) and contributing.md's layers, retired names and layout
 	$(PY) -m labkit.tools.pages

@@ -4,7 +4,7 @@
     python -m http.server -d runs/site 8000       # serve it to a room (read-only pages, no kernel)
 
 Each notebook comes with the outputs of its latest run: `make measurements` (learner defaults,
-runs/measurements/) when there is one, else the smoke copy `make test` executed (runs/smoke/);
+runs/measurements/NN_topic/) when there is one, else the smoke copy `make test` executed (runs/smoke/);
 a notebook never run shows its code without outputs, and the build says which. Built with Sphinx,
 MyST-NB and the Sphinx Book Theme (the `site` extra), which need no network: nothing is executed.
 """
@@ -30,8 +30,8 @@ suppress_warnings = ["myst.header", "mystnb.unknown_mime_type", "misc.highlighti
 
 def executed(notebook):
     """The latest executed copy of ``notebook``: from make measurements, else from make test; or None."""
-    candidates = [RUNS / "measurements" / "notebooks" / notebook.stem / notebook.name, RUNS / "smoke" / notebook.name]
-    found = [path for path in candidates if path.exists()]
+    found = [*(RUNS / "measurements" / notebook.stem).glob(f"*/{notebook.name}"), RUNS / "smoke" / notebook.name]
+    found = [path for path in found if path.exists()]
     return max(found, key=lambda path: path.stat().st_mtime) if found else None
 
 

@@ -166,7 +166,7 @@ def test_the_peaks_table_covers_every_notebook_and_solution_within_5_gb():
     root = Path(__file__).resolve().parents[1]
     peaks = json.loads(doctor.PEAKS_TABLE.read_text())["notebooks"]
     shipped = {path.stem for folder in ("notebooks", "exercises") for path in (root / folder).glob("*.ipynb")}
-    assert set(peaks) == shipped, "run `make measurements` (scripts/measurements.py) for the missing ones"
+    assert set(peaks) == shipped, "run `make measurements` for the missing ones"
     assert [name for name, entry in peaks.items() if not entry["ok"]] == [], "every run at the defaults succeeds"
     assert all(entry["mnist_source"] == "timing-standin" for entry in peaks.values()), "measure with full-size MNIST"
     over = {name: entry["peak_pss_mb"] for name, entry in peaks.items() if entry["peak_pss_mb"] > 5000}

@@ -11,7 +11,7 @@ from labkit.tools import conventions
 from labkit.tools.conventions import RETIRED
 
 ROOT = Path(__file__).resolve().parents[1]
-SEARCHED = ["labkit", "notebooks", "exercises", "solutions", "scripts", "tests", "docs"]
+SEARCHED = ["labkit", "measurements", "notebooks", "exercises", "solutions", "scripts", "tests", "docs"]
 # The files that spell the retired names out: this test's and the list's.
 SPELLED_OUT = {Path(path).resolve().relative_to(ROOT).as_posix() for path in (__file__, conventions.__file__)}
 NAMES_TABLE = "docs/contributing.md"  # where the table names each retired name in its "not" column
