@@ -231,10 +231,11 @@ def run_parameter_servers(setup, cluster, coordinator, data=None):
         if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
             iterator = train.per_worker_iterator(coordinator, setup.dataset_fn(data, slow_worker))
         meter = Meter(roles, traffic.ps_pids(cluster))
+        recording = train.Recording(evaluate=evaluation(setup, model, optimizer, data), description=None,
+                                    on_progress=lambda _: progress(batches_per_interval * setup.batch_size),
+                                    training_log=Phase(batch_size=setup.batch_size), meter=meter)
         phase = train.run(coordinator, steps, iterator, intervals * batches_per_interval, setup.steps_per_closure,
-                          log_every_steps=batches_per_interval, evaluate=evaluation(setup, model, optimizer, data),
-                          description=None, on_progress=lambda _: progress(batches_per_interval * setup.batch_size),
-                          training_log=Phase(batch_size=setup.batch_size), meter=meter,
+                          log_every_steps=batches_per_interval, recording=recording,
                           warmup_closures=setup.num_workers)  # tracing, each worker's first pulls
         phases[name] = meter_phase(phase, meter, intervals * batches_per_interval)
     phases["held_bytes"] = held_bytes(model, optimizer)
@@ -384,12 +385,12 @@ def all_reduce_worker(setups, progress):
             steps(iterator)  # warm-up: tracing, the collectives' first handshake
             meter = Meter({"workers": os.getpid()}, [os.getpid()])
             # Only worker 0 evaluates, between its timed intervals; the others wait for it in their next all-reduce.
+            recording = train.Recording(
+                evaluate=evaluation(setup, model, optimizer, data) if worker == 0 else None, description=None,
+                training_log=Phase(batch_size=setup.batch_size), meter=meter,
+                on_progress=lambda _: progress(batches_per_interval * setup.batch_size))
             phase = train.timed_intervals(lambda batches: [steps(iterator) for _ in range(batches // per_call)],
-                                          intervals * batches_per_interval, batches_per_interval,
-                                          evaluate=evaluation(setup, model, optimizer, data) if worker == 0 else None,
-                                          description=None, training_log=Phase(batch_size=setup.batch_size),
-                                          meter=meter,
-                                          on_progress=lambda _: progress(batches_per_interval * setup.batch_size))
+                                          intervals * batches_per_interval, batches_per_interval, recording)
             phase = meter_phase(phase, meter, intervals * batches_per_interval // setup.num_workers)
             phases[name] = asdict(phase)
         reports.append({"phases": phases, "held_bytes": sum(held_bytes(model, optimizer).values()),

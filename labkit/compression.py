@@ -508,10 +508,13 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, schedul
     steps_per_closure = schedule.steps_per_closure
     timed_steps = schedule.num_steps - steps_per_closure
     train_steps = make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closure)
+
+    def evaluate():
+        return {"accuracy": models.accuracy(model, data.x_test, data.y_test)}
+
     training_log = train.run(coordinator, train_steps, batches, timed_steps, steps_per_closure,
-                             log_every_steps=timed_steps, description=None,
-                             evaluate=lambda: {"accuracy": models.accuracy(model, data.x_test, data.y_test)},
-                             warmup_closures=1, meter=meter)
+                             log_every_steps=timed_steps, warmup_closures=1,
+                             recording=train.Recording(evaluate=evaluate, description=None, meter=meter))
     model_bytes = models.model_bytes(model)
     error_feedback = sgd_options.get("error_feedback", False)
     default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"

@@ -456,8 +456,8 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, upda
         run = Run(rule=rule.name, delay=delay_name(update.delay, update.random_delay),
                   learning_rate=update.learning_rate, seed=seed, ssp_bound=ssp_bound)
         train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
-                  evaluate=evaluate, training_log=run,
-                  description=run_description(rule.name, run.delay, seed, ssp_bound, slowed))
+                  recording=train.Recording(evaluate=evaluate, training_log=run,
+                                            description=run_description(rule.name, run.delay, seed, ssp_bound, slowed)))
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
         run.waited_seconds, run.polls = float(optimizer.waited.numpy()), int(optimizer.polls.numpy())

@@ -142,14 +142,29 @@ def count_closures_by_worker(strategy, train_steps, num_workers):
     return counted_train_steps, counts
 
 
-def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metrics=(), log_every_steps=100,
-        evaluate=None, description="training", on_progress=None, training_log=None, warmup_closures=0, meter=None):
+@dataclass(frozen=True)
+class Recording:
+    """What each timed interval records and shows: ``metrics`` (Keras metrics, reset after each interval),
+    ``evaluate()`` (a dict of numbers, not timed), a progress line titled ``description`` (none if None),
+    ``on_progress(training_log)`` (e.g. a dashboard's ``show_training``), the ``training_log`` to record into
+    (a TrainingLog or a lab's subclass; a new one if None) and the ``meter`` that times each interval (a
+    ``labkit.meter.Meter``; wall time only if None)."""
+
+    metrics: tuple = ()
+    evaluate: object = None
+    description: str | None = "training"
+    on_progress: object = None
+    training_log: TrainingLog | None = None
+    meter: Meter | None = None
+
+
+def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, log_every_steps=100, warmup_closures=0,
+        recording=Recording()):
     """Schedule closures until ``num_steps`` steps ran in timed intervals; return a TrainingLog (one row per interval).
 
     ``warmup_closures`` closures run first (tracing, the workers' datasets and first pulls): not
     timed, not metered, not counted in the TrainingLog's steps. Each interval of ``log_every_steps``
-    steps is timed by ``meter`` (a ``labkit.meter.Meter``; default: wall time only); the rest is
-    ``timed_intervals``'s.
+    steps is recorded as ``recording`` says (``timed_intervals``).
     """
     if num_steps % steps_per_closure or log_every_steps % steps_per_closure:
         raise ValueError(f"num_steps ({num_steps}) and log_every_steps ({log_every_steps}) must be "
@@ -163,24 +178,21 @@ def run(coordinator, train_steps, iterator, num_steps, steps_per_closure, metric
     if warmup_closures:
         train_closures(warmup_closures)
     return timed_intervals(lambda steps: train_closures(steps // steps_per_closure), num_steps, log_every_steps,
-                           metrics, evaluate, description, on_progress, training_log, meter)
+                           recording)
 
 
-def timed_intervals(train_interval, num_steps, log_every_steps, metrics=(), evaluate=None, description="training",
-                    on_progress=None, training_log=None, meter=None):
+def timed_intervals(train_interval, num_steps, log_every_steps, recording=Recording()):
     """Call ``train_interval(steps)`` until ``num_steps`` steps ran, ``log_every_steps`` at a time; a TrainingLog.
 
     ``train_interval`` trains that many steps and returns their losses (numbers, tensors, or
-    RemoteValues, fetched after the interval). ``meter`` (a ``labkit.meter.Meter``; default: wall
-    time only) times and meters each call. After each: a row with the steps and training seconds
-    so far, the mean loss, steps/s, ``metrics`` (Keras metrics, then reset) and ``evaluate()``
-    (a dict of numbers, if given; not timed); a progress line (none if ``description`` is None);
-    ``on_progress(training_log)`` (e.g. a dashboard's ``show_training``). ``training_log``: a TrainingLog
-    (or a lab's subclass of it) to record into.
+    RemoteValues, fetched after the interval). ``recording.meter`` times and meters each call. After each: a
+    row with the steps and training seconds so far, the mean loss, steps/s, the metrics and the evaluation;
+    a progress line; ``recording.on_progress(training_log)``.
     """
-    training_log = TrainingLog() if training_log is None else training_log
-    meter = Meter() if meter is None else meter
-    progress = ProgressLines(num_steps, description) if description else None
+    training_log = TrainingLog() if recording.training_log is None else recording.training_log
+    meter = Meter() if recording.meter is None else recording.meter
+    metrics, evaluate = recording.metrics, recording.evaluate
+    progress = ProgressLines(num_steps, recording.description) if recording.description else None
     done, training_seconds = 0, 0.0
     while done < num_steps:
         steps = min(log_every_steps, num_steps - done)
@@ -198,8 +210,8 @@ def timed_intervals(train_interval, num_steps, log_every_steps, metrics=(), eval
         if progress:
             progress.line(done, loss=f"{training_log.loss[-1]:.3f}",
                           **{"steps/s": f"{training_log.steps_per_second[-1]:.0f}"})
-        if on_progress:
-            on_progress(training_log)
+        if recording.on_progress:
+            recording.on_progress(training_log)
     return training_log
 
 

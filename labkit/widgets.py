@@ -3,7 +3,7 @@
 One row per task: its name, address, pid, alive or dead, CPU %, memory (PSS, as every memory figure
 of the kit; USS where the system has no PSS), uptime and the
 last log line, with buttons that kill and restart the task. Below the rows, a training
-panel shows what ``labkit.train.run(..., on_progress=dashboard.show_training)`` reports.
+panel shows what ``labkit.train.run(..., recording=Recording(on_progress=dashboard.show_training))`` reports.
 
 A background thread refreshes the rows every ``interval`` seconds. It only changes
 widget values (it never prints) and stops when the cluster stops or the dashboard is

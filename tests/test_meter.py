@@ -71,8 +71,9 @@ def test_cpu_seconds_are_counted_per_role_over_the_timed_intervals_only(sleeper)
         burn()  # before the first interval: not counted
         meter = Meter({"busy": busy.pid, "both": [busy.pid, sleeper.pid], "idle": [sleeper.pid]})
         burned = []
-        phase = train.timed_intervals(lambda steps: burned.append(burn()) or [1.0], 40, 20, description=None,
-                                      meter=meter, evaluate=lambda: {"cpu_seconds_so_far": burn()}, training_log=Phase(batch_size=10))
+        phase = train.timed_intervals(lambda steps: burned.append(burn()) or [1.0], 40, 20, train.Recording(
+            description=None, meter=meter, evaluate=lambda: {"cpu_seconds_so_far": burn()},
+            training_log=Phase(batch_size=10)))
     finally:
         busy.stdin.close()
         busy.wait()
@@ -111,8 +112,8 @@ def test_timed_intervals_time_the_training_only_and_record_a_row_each(clock):
         return {"accuracy": next(evaluations)}
 
     seen = []
-    training_log = train.timed_intervals(train_interval, 250, 100, evaluate=evaluate, description=None,
-                                    on_progress=lambda progress: seen.append(progress.final_step))
+    training_log = train.timed_intervals(train_interval, 250, 100, train.Recording(
+        evaluate=evaluate, description=None, on_progress=lambda progress: seen.append(progress.final_step)))
     assert training_log.step == [100, 200, 250] and seen == [100, 200, 250], "the last interval is the steps left"
     assert training_log.seconds == pytest.approx([1.0, 2.0, 2.5]), "fetching losses and evaluating are not timed"
     assert training_log.steps_per_second == pytest.approx([100.0, 100.0, 100.0])

@@ -102,9 +102,10 @@ def test_packed_closures_advance_iterations_by_k_and_learn(strategy, coordinator
 
     reported = []
     meter = Meter(counters={"steps": lambda: int(optimizer.iterations.numpy())})
+    recording = train.Recording(metrics=[accuracy], evaluate=lambda: {"seen": 1.0}, meter=meter,
+                                on_progress=lambda progress: reported.append(progress.step[-1]))
     training_log = train.run(coordinator, train_steps, batches, num_steps=300, steps_per_closure=steps_per_closure,
-                        metrics=[accuracy], log_every_steps=100, evaluate=lambda: {"seen": 1.0},
-                        on_progress=lambda progress: reported.append(progress.step[-1]), warmup_closures=2, meter=meter)
+                             log_every_steps=100, warmup_closures=2, recording=recording)
     assert int(optimizer.iterations.numpy()) == steps_per_closure + 2 * steps_per_closure + 300
     assert training_log.step == [100, 200, 300], "the warm-up's steps are not counted"
     assert meter.counts == {"steps": 300} and len(meter.seconds) == 3, "the warm-up is not metered"

@@ -6,7 +6,7 @@ import itertools
 import math
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from labkit import traffic
 from labkit.bench.points import interval_steps
@@ -63,9 +63,9 @@ def run_custom(work, meter, steps, repeats, steps_per_closure, strategy, coordin
         return {"accuracy": work.evaluate()}
 
     warm_up = train.run(coordinator, train_steps, batches, steps, steps_per_closure, log_every_steps=steps,
-                        evaluate=evaluate, description=None)  # tracing, datasets, first pulls: not metered
+                        recording=train.Recording(evaluate=evaluate, description=None))  # tracing, datasets, first pulls
     timed = train.run(coordinator, train_steps, batches, repeats * steps, steps_per_closure, log_every_steps=steps,
-                      evaluate=evaluate, description=None, meter=meter)
+                      recording=train.Recording(evaluate=evaluate, description=None, meter=meter))
     return warm_up.accuracy + timed.accuracy
 
 
@@ -137,20 +137,31 @@ class Baseline:
         return result_row(self.point, self.work, self.meter, self.steps, self.accuracies, target_accuracy)
 
 
-def measure_on_cluster(point, cluster, strategy, coordinator, data, repeats, min_steps, target_accuracy,
-                       meter=Meter, custom_loop=run_custom):
-    """One point on a running cluster, with the custom loop or model.fit (``meter``, ``custom_loop``: see ``measure_points``)."""
+@dataclass(frozen=True)
+class Connected:
+    """A running ``cluster``, and this process's ``strategy`` and ``coordinator`` on it."""
+
+    cluster: LocalCluster
+    strategy: object
+    coordinator: object
+
+
+def measure_on_cluster(point, connected, data, repeats, min_steps, target_accuracy, meter=Meter, custom_loop=run_custom):
+    """One point on a ``Connected`` cluster, with the custom loop or model.fit (``meter``, ``custom_loop``: see
+    ``measure_points``)."""
     import tensorflow as tf
 
-    with strategy.scope():
+    with connected.strategy.scope():
         work = workload(point.model, data, point.batch_size, point.steps_per_closure)
-    pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in cluster.tasks}}
-    meter, steps = meter(pids, traffic.ps_pids(cluster), {"machine": machine_cpu_seconds}), interval_steps(point, min_steps)
+    pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in connected.cluster.tasks}}
+    meter = meter(pids, traffic.ps_pids(connected.cluster), {"machine": machine_cpu_seconds})
+    steps = interval_steps(point, min_steps)
     if point.loop == "fit":
         dataset = tf.keras.utils.experimental.DatasetCreator(lambda context: work.dataset_fn())
         accuracies = run_fit(work, meter, steps, repeats, dataset)
     else:
-        accuracies = custom_loop(work, meter, steps, repeats, point.steps_per_closure, strategy, coordinator)
+        accuracies = custom_loop(work, meter, steps, repeats, point.steps_per_closure, connected.strategy,
+                                 connected.coordinator)
     return result_row(point, work, meter, steps, accuracies, target_accuracy)
 
 
@@ -183,15 +194,14 @@ def measure_points(points, repeats=5, min_steps=50, target_accuracy=0.9, data=No
         with LocalCluster(workers, ps, name="bench") as cluster:
             partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
             strategy = cluster.strategy(variable_partitioner=partitioner)
-            coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+            connected = Connected(cluster, strategy, tf.distribute.coordinator.ClusterCoordinator(strategy))
             baselines, measured = {}, []
             for point in group:
                 key = (point.model, point.batch_size)
                 if key not in baselines:
                     baselines[key] = Baseline(single_process[key], data, repeats, min_steps, meter)
                 baselines[key].measure()  # just before the point
-                row = measure_on_cluster(point, cluster, strategy, coordinator, data,
-                                         repeats, min_steps, target_accuracy, meter, custom_loop)
+                row = measure_on_cluster(point, connected, data, repeats, min_steps, target_accuracy, meter, custom_loop)
                 gc.collect()  # free this point's functions while their workers still run
                 measured.append({**row, "beside_workers": workers, "beside_ps": ps,
                                  "baseline_slot": len(baselines[key].slots) - 1})
