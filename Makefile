@@ -55,16 +55,14 @@ kernel: ## (re)register the "PS Lab" Jupyter kernel: the kit's environment varia
 	  --env TF_USE_LEGACY_KERAS 1 --env GRPC_FAIL_FAST use_caller --env TF_CPP_MIN_LOG_LEVEL 2
 	$(PY) -m labkit.tools.kernelspec $(KERNEL)
 
-# Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels.
-# Jupyter refuses to run as root (containers, CI machines) unless told it may.
+# Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels (labkit/tools/lab.py).
 # The first run copies notebooks/ and exercises/ into $(WORK)/; later runs copy only missing files.
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # The kernels have no network where they run isolated (make kernel): full MNIST is cached out here first.
 lab: install ## install if needed, copy the notebooks into work/ (once), cache full MNIST and open JupyterLab there
 	$(PY) -m labkit.tools.workfolder $(WORK)
 	@if [ -z "$$LABKIT_OFFLINE$$LABKIT_MNIST_SOURCE" ]; then $(VENV)/bin/labkit data download || \
 	  echo "make lab: the notebooks will use the 5,000-image MNIST subset"; fi
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=$(WORK) --LabApp.default_url=/lab/tree/notebooks
+	$(PY) -m labkit.tools.lab $(WORK)
 
 # The kernels inherit the variable from JupyterLab.
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached

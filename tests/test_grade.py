@@ -123,11 +123,7 @@ def checks_of(row, exercise):
 
 def processes_of(out):
     """Processes still running that a graded notebook under ``out`` started (they carry its state dir)."""
-    found = []
-    for process in psutil.process_iter(["environ"]):
-        if str(out) in (process.info["environ"] or {}).get("LABKIT_STATE_DIR", ""):
-            found.append(process.pid)
-    return found
+    return [process.pid for process in processes.carrying("LABKIT_STATE_DIR", lambda value: str(out) in value)]
 
 
 # ----- without running a kernel ---------------------------------------------------------------

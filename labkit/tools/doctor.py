@@ -65,8 +65,15 @@ def _installed(name):
 
 
 def keras_2(keras=None):
+    """tf.keras is Keras 2, as notebook 00's check ``checks.keras_2`` has it; ``keras``: labkit.versions()'s."""
     keras = keras or labkit.versions()["tf.keras"]
-    return (PASS if keras.startswith("Keras 2") else FAIL), keras
+    from labkit.checks import CheckFailed, keras_2 as is_keras_2
+
+    try:
+        is_keras_2(keras.removeprefix("Keras "))
+    except CheckFailed:
+        return FAIL, keras
+    return PASS, keras
 
 
 def cores(count=None):

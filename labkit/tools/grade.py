@@ -491,10 +491,7 @@ def stop_marked(token, worker, adopted=(), grace_seconds=LEFTOVER_GRACE_SECONDS)
     SIGTERM, then SIGKILL). Return "name (pid)" of those that had to be stopped and of those still running even
     then (never raised: the rest of the class goes on)."""
     def marked():
-        found = list(adopted)
-        for process in psutil.process_iter(["pid", "name", "environ"]):
-            if (process.info["environ"] or {}).get(RUN_MARKER) == token:
-                found.append(process)
+        found = [*adopted, *processes.carrying(RUN_MARKER, lambda value: value == token)]
         try:
             found += [worker, *worker.children(recursive=True)] if worker.is_running() else []
         except psutil.NoSuchProcess:

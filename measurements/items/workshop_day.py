@@ -122,10 +122,10 @@ class JupyterServer:
         self.sessions = {}  # notebook -> session id
 
     def __enter__(self):
+        from labkit.tools import lab
+
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime))
-        command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
-                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-                   *(["--allow-root"] if os.getuid() == 0 else [])]
+        command = lab.command(self.root, self.port, self.token, open_browser=False)
         self.log = open(self.root / "jupyter.log", "w")
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120

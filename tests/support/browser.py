@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from labkit.cluster import pick_port
 from labkit.runtime import processes
+from labkit.tools import lab as jupyter_lab
 from support.smoke import figure_cells
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -47,10 +47,7 @@ def lab(tmp_path):
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"))
     port = pick_port()
-    command = [str(Path(sys.executable).parent / "jupyter"), "lab", "--ip=127.0.0.1", f"--port={port}",
-               "--no-browser", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
-    if os.getuid() == 0:
-        command.append("--allow-root")
+    command = jupyter_lab.command(root, port, open_browser=False)
     log_path = tmp_path / "jupyter.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
