@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from measurements.items import SMALL_LAPTOP, Run
-from measurements.records import ROOT, gigabytes, largest_tasks, measured_at, minutes, tasks
+from measurements.records import json_file, ROOT, gigabytes, largest_tasks, measured_at, minutes, tasks
 
 # docs/instructor-guide.md, "A three-hour workshop": at the break before notebook 03 everyone shuts down
 # the kernels open until then; every other kernel stays open after its notebook, as learners leave them.
@@ -34,8 +34,7 @@ def runs():
 
 
 def result(run, folder):
-    path = folder / "day.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return json_file(folder / "day.json")
 
 
 def section(recorded):
