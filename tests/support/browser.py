@@ -101,7 +101,7 @@ def wait_for_token(log_path, port, server, timeout=180.0):
     def token():
         if server.poll() is not None:
             raise AssertionError(f"JupyterLab exited with code {server.returncode}; its log:\n{log_path.read_text()}")
-        return re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=(\w+)", log_path.read_text())
+        return re.search(rf"http://127\.0\.0\.1:{port}/lab[^?\s]*\?token=(\w+)", log_path.read_text())
 
     return processes.wait_until(token, timeout, "JupyterLab to serve", error=lambda message: AssertionError(
         f"{message}; its log:\n{log_path.read_text()}")).group(1)
