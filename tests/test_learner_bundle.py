@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from support.scripts import script
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import learner_bundle  # noqa: E402
+learner_bundle = script("learner_bundle")
 
 pytestmark = pytest.mark.skipif(not (ROOT / ".git").exists(), reason="bundles are made from the git checkout")
 

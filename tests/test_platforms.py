@@ -9,10 +9,10 @@ import pytest
 
 from labkit import compression, traffic
 from labkit.meter import Meter
+from support.scripts import script
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import check_platforms  # noqa: E402
+check_platforms = script("check_platforms")
 
 
 def test_the_platform_check_asks_for_every_pin_of_pyproject():
