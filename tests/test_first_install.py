@@ -2,18 +2,18 @@
 a learner's first install. The real run installs the whole stack (minutes): here the page's commands are
 checked against what the measurement runs, its unpack step runs as written, and the measuring itself runs on
 a stand-in kit whose `make lab` is quick."""
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from labkit.runtime import processes
+from measurements.items import install, notebooks
+from support.scripts import script
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import first_install  # noqa: E402  (scripts, not a package)
-import learner_bundle  # noqa: E402
+first_install = script("first_install")
+learner_bundle = script("learner_bundle")
 
 # A stand-in kit: `make lab` makes a .venv of 3 MB, then serves "JupyterLab" after a second, until stopped;
 # `make doctor` answers as the real one ends.
@@ -77,40 +77,29 @@ def test_a_make_lab_that_fails_is_an_error_with_its_output(tmp_path):
         first_install.measure(tmp_path / "bundle.tar.gz", tmp_path / "home", timeout=30)
 
 
-def test_the_measurements_page_shows_the_install_from_what_it_recorded(tmp_path, monkeypatch):
-    import json
-
-    import measurements
-
-    monkeypatch.setattr(measurements, "OUT", tmp_path)
-    (tmp_path / "install").mkdir()
-    (tmp_path / "install" / "install.json").write_text(json.dumps(
-        {"first_lab_seconds": 252.4, "again_seconds": 6.1, "doctor_seconds": 41.0, "doctor_returncode": 0,
-         "doctor_verdict": "ready for the workshop (41 s)", "venv_mb": 2712, "received_mb": 1234, "bundle_mb": 3.4,
-         "python": "Python 3.11.2", "not_run_here": sorted(first_install.NOT_HERE)}))
-    log = {"install": {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3]}}
-    text = "\n".join(measurements.install_section(log))
+def test_the_measurements_page_shows_the_install_from_what_it_recorded():
+    log = {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3]}
+    result = {"first_lab_seconds": 252.4, "again_seconds": 6.1, "doctor_seconds": 41.0, "doctor_returncode": 0,
+              "doctor_verdict": "ready for the workshop (41 s)", "venv_mb": 2712, "received_mb": 1234, "bundle_mb": 3.4,
+              "python": "Python 3.11.2", "not_run_here": sorted(first_install.NOT_HERE)}
+    text = "\n".join(install.section({"install": {"log": log, "result": result}}))
     assert "| `.venv` on disk | 2.7 GB |" in text and "the wheels, from the package index) | 1.2 GB |" in text
     assert "| first `make lab`, until JupyterLab prints its link | 4.2 min |" in text
     assert "| `make doctor` beside it | 41 s: ready for the workshop (41 s) |" in text
     assert "`uv python install 3.12`" in text and "Python 3.11.2" in text
-    (tmp_path / "install" / "install.json").unlink()
-    assert measurements.install_section(log)[-2] == "Not measured yet."
+    assert install.section({})[-2] == "Not measured yet."
 
 
-def test_a_full_size_run_on_the_timing_stand_in_leaves_out_what_the_model_learnt(tmp_path, monkeypatch):
-    import measurements
-
-    monkeypatch.setattr(measurements, "OUT", tmp_path)
-    (tmp_path / "notebooks" / "10_ps_vs_allreduce").mkdir(parents=True)
-    (tmp_path / "notebooks" / "10_ps_vs_allreduce" / "results.csv").write_text(
-        "point,status,error,seconds,peak_pss_mb,peak_rss_mb,peak_alone_mb,largest_tasks,test_accuracy,"
-        "ps_samples_to_target_median,verdict_random_InverseTau,mlp_speed_verdict_allreduce,ps_mlp_samples_per_s\n"
-        "10,ok,,76,3900,4700,3900,kernel=1090,0.913,10240,cannot tell,wins,19142\n")
-    entry = {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3]}
+def test_a_full_size_run_on_the_timing_stand_in_leaves_out_what_the_model_learnt():
+    run = {"status": "ok", "seconds": 76.0, "peak_pss_mb": 3900, "peak_alone_mb": 3900, "peak_rss_mb": 4700,
+           "largest_tasks": [["kernel", 1090]], "long_cells": [],
+           "results": {"test_accuracy": 0.913, "ps_samples_to_target_median": 10240,
+                       "verdict_random_InverseTau": "cannot tell", "mlp_speed_verdict_allreduce": "wins",
+                       "ps_mlp_samples_per_s": 19142}}
+    log = {"started": "2026-12-01 08:00 UTC", "load_average_before": [0.5, 0.4, 0.3]}
     for source, kept in (("timing-standin", False), ("keras", True)):
-        text = "\n".join(measurements.notebooks_section("notebooks", "Notebooks", {
-            "10_ps_vs_allreduce": dict(entry, mnist_source=source)}))
+        text = "\n".join(notebooks.defaults_section("notebooks", "Notebooks", {
+            "10_ps_vs_allreduce": {"log": dict(log, mnist_source=source), "result": run}}))
         assert "| `mlp_speed_verdict_allreduce` | wins |" in text and "| `ps_mlp_samples_per_s` | 19142 |" in text
         assert all((row in text) == kept for row in ("| `test_accuracy` | 0.913 |", "`ps_samples_to_target_median`",
                                                        "`verdict_random_InverseTau`")), source
