@@ -1,4 +1,5 @@
-# PS Lab: `make lab` and `make test` are all a learner needs; `make help` lists every target.
+# PS Lab: `make lab` is all a learner needs (`make doctor` checks the machine); `make test` is for contributors.
+# `make help` lists every target. With conda, `make lab VENV="$CONDA_PREFIX"` uses the active environment.
 # A target's line in `make help` is its `## ` comment.
 # The Python that makes .venv (and runs the scripts below): 3.11-3.13. scripts/find_python.sh chooses one
 # (python3.13, python3.12, python3.11 or python3 on PATH, else one uv manages) or stops, before anything
@@ -24,22 +25,28 @@ help: ## list the targets, one line each
 
 install: $(STAMP) ## create .venv with the pinned stack and register the "PS Lab" kernel (once)
 
-# With a wheelhouse (`make wheelhouse`), install from it alone: no network needed.
-PIP_SOURCE = $(if $(wildcard $(WHEELHOUSE)/*.whl),--no-index --find-links $(WHEELHOUSE))
+# scripts/wheelhouse.py installs from the wheelhouse folder of this machine's platform and Python alone (no
+# network needed), or from the package index where the wheelhouse has no such folder or lacks a wheel.
+WHEELHOUSE_INSTALL = $(PY) scripts/wheelhouse.py install $(WHEELHOUSE)
 
-# Re-install whenever the pinned dependencies or the kernel's registration change. A learner's install is the kit alone;
-# `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
-$(STAMP): pyproject.toml labkit/tools/kernelspec.py
+# JupyterLab's settings for every learner (jupyterlab/overrides.json): no "get notified about official Jupyter
+# news?" question, no news or update checks over the network.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+
+# Re-install whenever the pinned dependencies, the kernel's registration or the lab settings change. A learner's
+# install is the kit alone; `make test` adds the test and authoring tools (pyproject.toml's "test" extra).
+$(STAMP): pyproject.toml labkit/tools/kernelspec.py jupyterlab/overrides.json
 	test -x $(PY) || { $(FIND_PYTHON) "$$python" -m venv $(VENV); }
-	$(PY) -m pip install --quiet $(PIP_SOURCE) -e .
+	$(WHEELHOUSE_INSTALL) -- -e .
 	$(MAKE) kernel
+	mkdir -p $(LAB_SETTINGS) && cp jupyterlab/overrides.json $(LAB_SETTINGS)/overrides.json
 	touch $(STAMP)
 
 install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test" and "site" extras)
 
-# The wheelhouse holds the learner's wheels: the test tools may still come from the index.
+# The wheelhouse holds the learner's wheels: the test tools come from the index.
 $(TEST_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet $(if $(wildcard $(WHEELHOUSE)/*.whl),--find-links $(WHEELHOUSE)) -e '.[test,site]'
+	$(WHEELHOUSE_INSTALL) --index -- -e '.[test,site]'
 	touch $(TEST_STAMP)
 
 kernel: ## (re)register the "PS Lab" Jupyter kernel: the kit's environment variables, started isolated where possible
@@ -48,16 +55,14 @@ kernel: ## (re)register the "PS Lab" Jupyter kernel: the kit's environment varia
 	  --env TF_USE_LEGACY_KERAS 1 --env GRPC_FAIL_FAST use_caller --env TF_CPP_MIN_LOG_LEVEL 2
 	$(PY) -m labkit.tools.kernelspec $(KERNEL)
 
-# Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels.
-# Jupyter refuses to run as root (containers, CI machines) unless told it may.
+# Bound to 127.0.0.1 with Jupyter's token on: only you can reach your kernels (labkit/tools/lab.py).
 # The first run copies notebooks/ and exercises/ into $(WORK)/; later runs copy only missing files.
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # The kernels have no network where they run isolated (make kernel): full MNIST is cached out here first.
 lab: install ## install if needed, copy the notebooks into work/ (once), cache full MNIST and open JupyterLab there
 	$(PY) -m labkit.tools.workfolder $(WORK)
 	@if [ -z "$$LABKIT_OFFLINE$$LABKIT_MNIST_SOURCE" ]; then $(VENV)/bin/labkit data download || \
 	  echo "make lab: the notebooks will use the 5,000-image MNIST subset"; fi
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 $(ALLOW_ROOT) --ServerApp.root_dir=$(WORK) --LabApp.default_url=/lab/tree/notebooks
+	$(PY) -m labkit.tools.lab $(WORK)
 
 # The kernels inherit the variable from JupyterLab.
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
@@ -108,13 +113,15 @@ site: install ## build the HTML book of the executed notebooks into runs/site (n
 check-platforms: ## ask the registry whether the pinned stack installs on every platform of docs/install.md
 	$(FIND_PYTHON) "$$python" scripts/check_platforms.py
 
-# Every wheel `make install` needs, for this machine's platform and Python: copy the folder
-# (or the whole kit with it) to laptops without network, then `make lab` installs from it.
-wheelhouse: pyproject.toml ## download every wheel the kit installs, for offline laptops
-	$(FIND_PYTHON) "$$python" scripts/wheelhouse.py $(WHEELHOUSE)
+# Every wheel `make install` needs, one folder per platform and Python: this machine's by default; for a mixed
+# room name the others, e.g. `make wheelhouse PLATFORMS="linux-x86_64 macos-arm64" PYTHONS="3.11 3.12"`.
+# Copy the kit with it (make learner-bundle) to laptops without network: `make lab` installs from their folder.
+wheelhouse: pyproject.toml ## download every wheel the kit installs, for offline laptops (PLATFORMS, PYTHONS: a mixed room)
+	$(FIND_PYTHON) "$$python" scripts/wheelhouse.py build $(WHEELHOUSE) \
+	  $(if $(PLATFORMS),--platform $(PLATFORMS)) $(if $(PYTHONS),--python $(PYTHONS))
 
-test-offline-install: wheelhouse ## install from the wheelhouse alone into a fresh venv, and check it
-	$(FIND_PYTHON) "$$python" scripts/wheelhouse.py --check $(WHEELHOUSE)
+test-offline-install: wheelhouse ## install from this machine's wheelhouse folder alone into a fresh venv, and check it
+	$(FIND_PYTHON) "$$python" scripts/wheelhouse.py check $(WHEELHOUSE)
 
 learner-bundle: ## the kit for learners: every tracked file except solutions/, with wheelhouse/ if built
 	$(FIND_PYTHON) "$$python" scripts/learner_bundle.py --wheelhouse $(WHEELHOUSE) dist/pslab-learner.tar.gz

@@ -13,6 +13,7 @@ import functools
 import html
 import os
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -322,12 +323,18 @@ def task_line(task, address, pid, state):
 
 @functools.cache
 def _say_once_if_exposed():
-    """One line, once per kernel, when its tasks are not in a private network namespace (scripts print
-    nothing: their output may be read by programs)."""
+    """One line, once per process, when its tasks are not in a private network namespace: in a kernel under
+    the cell, in a program on stderr (its stdout may be read by other programs)."""
     network, why = isolation.network_status()
-    if network != isolation.ISOLATED and labkit._in_a_jupyter_kernel():
-        print(f"labkit: the task ports are reachable from other machines, unauthenticated ({why}): use a network "
-              f"you trust, or the firewall steps in {isolation.FIREWALL_STEPS}.")
+    if network == isolation.ISOLATED:
+        return
+    exposed = (f"labkit: the task ports are reachable from other machines, unauthenticated ({why}): use a network "
+               f"you trust, or the firewall steps in {isolation.FIREWALL_STEPS}.")
+    if labkit._in_a_jupyter_kernel():
+        print(exposed)
+    else:
+        print(f"{exposed} On Linux, `python -m labkit.runtime.isolation --inside -- python SCRIPT` runs a script "
+              "in a private network namespace.", file=sys.stderr)
 
 
 __all__ = ["LocalCluster", "ClusterStartError", "PortInUseError", "Task", "pick_port", "task_line"]

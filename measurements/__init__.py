@@ -10,12 +10,13 @@ measurements/recorded/ (committed). ``page`` renders docs/measurements.md from t
 ``publish`` writes the figures other files quote: the README's test times, each notebook's "*Runs in ...*"
 sentence and time notes, labkit/tools/notebook_peaks.json. Adding an item: its module, and its line below.
 """
-from measurements.items import (bench_report, cost_model, grading, long_cells, notebooks, startup, stress, tests,
-                                variants, workshop_day)
+from measurements.items import (bench_report, cost_model, grading, install, long_cells, notebooks, startup, stress,
+                                tests, variants, workshop_day)
 
 # In the order of the page's sections (and of the runs).
 ITEMS = [
     tests,
+    install,
     startup,
     notebooks,
     workshop_day,

@@ -25,6 +25,11 @@ def write(name, log, result):
     (RECORDED / f"{name}.json").write_text(json.dumps({"log": log, "result": result}, indent=1) + "\n")
 
 
+def json_file(path):
+    """The JSON a run wrote to ``path``, or None if it wrote none."""
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def minutes(seconds):
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
 
@@ -46,6 +51,11 @@ def largest_tasks(text):
 def tasks(largest):
     """The largest processes, [[name, MB], ...], as a table cell: "kernel 697 worker:1 847"."""
     return " ".join(f"{name} {megabytes}" for name, megabytes in largest)
+
+
+def titled(title, record, body):
+    """A section of the page: its ``title``, then ``body(record)`` (lines), or "Not measured yet." without a record."""
+    return [f"## {title}", "", *(body(record) if record else ["Not measured yet.", ""])]
 
 
 def measured_at(record):

@@ -4,7 +4,8 @@
 
 The archive holds every file git tracks except ``solutions/`` (the instructor hands those out
 later), under one top folder ``pslab/``, and the wheelhouse's wheels if one was built
-(``make wheelhouse``), so ``make lab`` installs with no network. Without solutions/ the tests
+(``make wheelhouse``: a folder per platform and Python), so ``make lab`` installs with no network on
+every laptop whose platform has its folder, and from the package index on the others. Without solutions/ the tests
 that run them skip; the exercises work as in the full kit.
 """
 import argparse
@@ -30,14 +31,14 @@ def tracked_files(root=ROOT):
 def bundle(out, wheelhouse=None, root=ROOT):
     """Write the learner's archive to ``out``; return the names it holds."""
     names = tracked_files(root)
-    wheels = sorted(Path(wheelhouse).glob("*.whl")) if wheelhouse else []
+    wheels = sorted(Path(wheelhouse).glob("*/*.whl")) if wheelhouse else []
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(out, "w:gz") as archive:
         for name in names:
             archive.add(root / name, arcname=f"{TOP}/{name}")
         for wheel in wheels:
-            archive.add(wheel, arcname=f"{TOP}/wheelhouse/{wheel.name}")
-    return names + [f"wheelhouse/{wheel.name}" for wheel in wheels]
+            archive.add(wheel, arcname=f"{TOP}/wheelhouse/{wheel.parent.name}/{wheel.name}")
+    return names + [f"wheelhouse/{wheel.parent.name}/{wheel.name}" for wheel in wheels]
 
 
 def main(argv=None):
@@ -49,9 +50,11 @@ def main(argv=None):
         names = bundle(args.out, args.wheelhouse)
     except RuntimeError as error:
         sys.exit(f"learner_bundle: {error}")
-    wheels = sum(name.startswith("wheelhouse/") for name in names)
+    wheels = [name for name in names if name.startswith("wheelhouse/")]
+    folders = sorted({name.split("/")[1] for name in wheels})
     size = args.out.stat().st_size / 2**20
-    print(f"{args.out}: {len(names) - wheels} kit files without solutions/, {wheels} wheels, {size:.1f} MB. "
+    print(f"{args.out}: {len(names) - len(wheels)} kit files without solutions/, {len(wheels)} wheels"
+          f"{' for ' + ', '.join(folders) if folders else ''}, {size:.1f} MB. "
           "Hand out solutions/ separately, after the exercises.")
 
 

@@ -32,21 +32,16 @@ from support.processes import no_orphan_task_processes  # noqa: E402, F401  (an 
 FIRST_TO_LAST = ("notebook", "browser", "root", "cluster", "unit")
 
 
-def tier(item):
-    """The one tier marker of a test (pyproject.toml lists them), `unit` where it has none."""
-    marked = {marker.name for marker in item.iter_markers() if marker.name in tier_times.TIERS}
-    if len(marked) > 1:
-        raise pytest.UsageError(f"{item.nodeid} has the tier markers {sorted(marked)}: give it one")
-    return marked.pop() if marked else "unit"
-
-
 def pytest_configure(config):
     tier_times.register(config)
 
 
 def pytest_itemcollected(item):
     """Mark each test with its tier (before -m selects)."""
-    its_tier = tier(item)
+    try:
+        its_tier = tier_times.tier(marker.name for marker in item.iter_markers())
+    except ValueError as error:
+        raise pytest.UsageError(f"{item.nodeid}: {error}") from None
     item.add_marker(its_tier)
     item.user_properties.append(("tier", its_tier))  # support/tier_times.py sums each tier's seconds
 

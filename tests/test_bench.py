@@ -18,12 +18,6 @@ def labkit(*args, timeout=600):
     return subprocess.run([*LABKIT, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def test_five_number_summary_gives_median_quartiles_and_extremes():
-    assert bench.five_number_summary([4.0, 1.0, 3.0, 2.0, 5.0]) == {"median": 3.0, "q1": 2.0, "q3": 4.0, "min": 1.0,
-                                                                     "max": 5.0}
-    assert bench.five_number_summary([7.0, 7.0])["median"] == 7.0
-
-
 def test_intervals_hold_whole_closures_for_every_worker():
     point = bench.Point("mlp", "custom", workers=3, ps=1, steps_per_closure=10, batch_size=64)
     assert bench.interval_steps(point, 100) == 120

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # What the Makefile and scripts/find_python.sh run besides Python: a PATH of these alone hides this machine's Pythons.
-TOOLS = ["make", "sh", "head", "grep", "uname", "id", "mkdir"]
+TOOLS = ["make", "sh", "head", "grep", "sed", "tr", "uname", "id", "mkdir"]
 FAKE_PYTHON = """[ "$1 $2" = "-m venv" ] && mkdir -p "$3/bin"
 echo "Python {version}"
 """
@@ -40,7 +40,8 @@ def path_with(tmp_path, **pythons):
 def test_make_install_without_a_supported_python_stops_before_making_the_venv_and_says_how_to_get_one(tmp_path):
     venv = tmp_path / "venv"
     done = subprocess.run(["make", "-C", str(ROOT), "install", f"VENV={venv}"], capture_output=True, text=True,
-                          env={**os.environ, "PATH": path_with(tmp_path, python3="3.10.12")}, timeout=60)
+                          env={**os.environ, "PATH": path_with(tmp_path, python3="3.10.12"), "OS_RELEASE": os.devnull},
+                          timeout=60)
     assert done.returncode != 0
     assert "Found python3 (" in done.stderr and "): Python 3.10.12." in done.stderr
     assert "needs Python 3.11, 3.12 or 3.13" in done.stderr
@@ -69,6 +70,34 @@ def test_without_one_on_path_the_python_uv_manages_is_chosen_and_a_mac_is_told_o
     fake_program(tmp_path / "bin", "uv", '[ "$*" = "python find >=3.11,<3.14" ] && echo /uv/python3.12\n')
     with_uv = subprocess.run(find_python, capture_output=True, text=True, env={**os.environ, "PATH": path}, timeout=60)
     assert with_uv.stdout.strip() == "/uv/python3.12", with_uv.stderr
+
+
+UBUNTU = 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="{version}"\n'
+
+
+@pytest.mark.parametrize("system, machine, release, os_release, says, not_says", [
+    ("Linux", "x86_64", "6.8.0-generic", UBUNTU.format(version="26.04"),
+     ["Ubuntu 26.04 ships a Python TensorFlow 2.21 cannot use", "uv python install 3.12", "ppa:deadsnakes/ppa",
+      "docs/install-ubuntu.md"], ["WSL2"]),
+    ("Linux", "x86_64", "6.8.0-generic", UBUNTU.format(version="22.04"),
+     ["Ubuntu 22.04 ships Python 3.10", "ppa:deadsnakes/ppa", "uv python install 3.12"], ["26.04"]),
+    ("Linux", "x86_64", "6.6.87.2-microsoft-standard-WSL2", UBUNTU.format(version="26.04"),
+     ["This is WSL2", "wsl --install -d Ubuntu-24.04", "uv python install 3.12"], []),
+    ("Darwin", "arm64", "24.1.0", "", ["brew install python@3.12", "/opt/homebrew/bin", "uv python install 3.12",
+                                       "docs/install-macos.md"], ["Intel"]),
+    ("Darwin", "x86_64", "24.1.0", "", ["Intel Mac: TensorFlow 2.21 has no wheel for it"], ["brew install"]),
+    ("Linux", "x86_64", "6.9.0", 'ID=fedora\nVERSION_ID=41\n', ["sudo dnf install python3.12"], ["apt"]),
+])
+def test_the_advice_fits_the_system_it_runs_on(tmp_path, system, machine, release, os_release, says, not_says):
+    path = path_with(tmp_path, python3="3.14.0")
+    fake_program(tmp_path / "bin", "uname", f'case "$1" in -s) echo {system};; -m) echo {machine};; '
+                                            f'-r) echo {release};; esac\n')
+    (tmp_path / "os-release").write_text(os_release)
+    done = subprocess.run(["sh", str(ROOT / "scripts" / "find_python.sh")], capture_output=True, text=True,
+                          env={**os.environ, "PATH": path, "OS_RELEASE": str(tmp_path / "os-release")}, timeout=60)
+    assert done.returncode != 0 and "Found python3 (" in done.stderr and "Python 3.14.0" in done.stderr
+    assert [phrase for phrase in says if phrase not in done.stderr] == [], done.stderr
+    assert [phrase for phrase in not_says if phrase in done.stderr] == [], done.stderr
 
 
 def run_python(code, **env):

@@ -119,6 +119,9 @@ LINKED_FROM_05 = {"docs/measurements.md": "a docs page", "exercises/ex2_gradient
                   "notebooks/06_stale_gradients.ipynb": "another notebook"}
 
 
+NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
+
+
 def test_links_in_a_notebook_open_their_targets_in_the_work_folder(lab, browser_page):
     """In the work folder `make lab` builds, clicking a docs link, an exercise link and a notebook link in
     notebook 05's text opens each target in a tab of its own, showing its first heading, not an error."""
@@ -139,6 +142,8 @@ def test_links_in_a_notebook_open_their_targets_in_the_work_folder(lab, browser_
             expect(document.locator("h1").first).to_contain_text(first_heading(root / target), timeout=30 * SECONDS)
             expect(page.locator(".jp-Dialog"), f"{kind} ({target}) opened a dialog").to_have_count(0)
             screenshot(f"link-to-{Path(target).stem}")
+        expect(page.get_by_text(NEWS_QUESTION), "JupyterLab asked about news: are the kit's lab settings "
+                                                "(jupyterlab/overrides.json) installed?").to_have_count(0)
 
 
 def first_heading(path):

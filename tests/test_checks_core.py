@@ -28,3 +28,14 @@ def test_accuracy_below_the_target_is_refused():
     assert checks.accuracy_reached(0.9, 0.85) == 0.9
     with pytest.raises(AssertionError, match="below 0.85"):
         checks.accuracy_reached(0.8, 0.85)
+
+
+def test_the_core_of_the_checks_loads_no_tensorflow():
+    """require and CheckFailed come without TensorFlow: only a check that evaluates a model imports it."""
+    import subprocess
+    import sys
+
+    probe = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('core', sys.argv[1]); "
+             "spec.loader.exec_module(importlib.util.module_from_spec(spec)); print('tensorflow' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe, checks.core.__file__], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

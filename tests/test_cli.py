@@ -1,15 +1,17 @@
 """The `labkit` command, run as a learner runs it."""
 import argparse
 import json
+import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 
 import pytest
 
 import labkit as labkit_package
-from labkit.runtime import processes
+from labkit.runtime import isolation, processes
 from labkit.tools import cli
 from support.processes import default_ctrl_c, signal_state
 
@@ -147,20 +149,44 @@ def test_doctor_reports_keras_2_and_the_security_fact(capsys):
     assert "all network interfaces" in printed
 
 
-def test_up_serves_until_ctrl_c_and_status_sees_it():
-    up = subprocess.Popen([*LABKIT, "up", "--workers", "1"], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True, preexec_fn=default_ctrl_c)
+def start_up(**env):
+    """`labkit up --workers 1` as a terminal runs it; returns the process and what it printed until it serves."""
+    up = subprocess.Popen([*LABKIT, "up", "--workers", "1"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, preexec_fn=default_ctrl_c, env={**os.environ, **env})
     printed = []
     for line in up.stdout:
         printed.append(line)
         if "Press Ctrl-C" in line:
             break
-    text = "".join(printed)
+    return up, "".join(printed)
+
+
+def cli_up_rows():
+    """`labkit status`'s part on the cluster of `labkit up`: its network line and task rows."""
+    return labkit("status").stdout.split("cluster 'cli-up'")[1].split("\ncluster ")[0]
+
+
+def refused_from_here(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
+def test_up_serves_until_ctrl_c_and_status_sees_it():
+    """Run from a terminal, `labkit up` puts its tasks in a private network namespace (the kernel's isolation):
+    this machine's own loopback, outside it, finds nothing at their ports."""
+    up, text = start_up()
     assert "worker:0: TF_CONFIG=" in text and "ps:0: TF_CONFIG=" in text
-    status = labkit("status").stdout.split("cluster 'cli-up'")[1].split("\ncluster ")[0]
+    status = cli_up_rows()
     rows = [line for line in status.splitlines() if line.strip().startswith(("ps:0", "worker:0"))]
     assert len(rows) >= 2 and all(row.rstrip().endswith("alive") for row in rows)
     pids = [int(pid) for pid in re.findall(r"pid (\d+)\s+alive", status)]
+    if isolation.why_not_isolated() is None:
+        assert "in a private network namespace" in status and "nsenter --target" in text
+        ports = [int(port) for port in re.findall(r"localhost:(\d+)\s+pid", status)]
+        assert [port for port in ports if not refused_from_here(port)] == []
     state = signal_state(up.pid)
     up.send_signal(signal.SIGINT)
     try:
@@ -169,6 +195,30 @@ def test_up_serves_until_ctrl_c_and_status_sees_it():
         up.kill()
         pytest.fail(f"`labkit up` did not stop within 60 s of Ctrl-C (its signals: {state})")
     assert processes.wait_until_gone(pids, timeout=15) == []
+
+
+def test_stop_reaches_the_tasks_of_an_isolated_up_which_then_exits():
+    up, _ = start_up()
+    try:
+        pids = [int(pid) for pid in re.findall(r"pid (\d+)\s+alive", cli_up_rows())]
+        done = labkit("stop", "cli-up")
+        assert done.returncode == 0 and "ps:0, worker:0" in done.stdout, done.stderr
+        assert processes.wait_until_gone(pids, timeout=15) == []
+        assert up.wait(timeout=30) == 0 and "every task has exited" in up.stdout.read()
+    finally:
+        up.kill()
+
+
+def test_a_program_whose_tasks_are_exposed_says_so_once_on_stderr_and_an_isolated_one_says_nothing():
+    program = "from labkit import cluster\ncluster._say_once_if_exposed()\ncluster._say_once_if_exposed()\nprint('done')"
+    exposed = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "LABKIT_NETWORK": "exposed: LABKIT_ISOLATION=off"})
+    assert exposed.stdout == "done\n"
+    assert exposed.stderr.count("reachable from other machines, unauthenticated (LABKIT_ISOLATION=off)") == 1
+    assert "isolation --inside -- python SCRIPT" in exposed.stderr
+    isolated = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "LABKIT_NETWORK": "isolated"})
+    assert (isolated.stdout, isolated.stderr) == ("done\n", "")
 
 
 def test_demo_trains_mnist_on_a_cluster_to_its_target():

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import labkit
-from labkit import checks, compression, over_seeds
+from labkit import checks, compression
 from labkit.data import load_mnist
 
 from support.gradients import GRADIENT_SHAPE as SHAPE, gradient  # noqa: F401  (a fixture)
@@ -181,25 +181,6 @@ def test_apply_subtracts_the_decompressed_update(compressor, gradient):
 def test_bad_settings_are_refused_with_the_allowed_range(make, message):
     with pytest.raises(ValueError, match=message):
         make()
-
-
-def run(accuracy, seed=0, name="run"):
-    result = compression.Result(name=name, seed=seed, error_feedback=True, push_payload=1.0, pull_payload=1.0,
-                                model_bytes=4)
-    result.record(600, 60.0, evaluation={"accuracy": accuracy})
-    return result
-
-
-def test_accuracy_mean_and_range_of_the_seeds():
-    low = [run(a, seed) for seed, a in enumerate((0.85, 0.88, 0.90))]
-    assert over_seeds.accuracy_mean_and_range(low) == pytest.approx((0.87667, 0.85, 0.90), abs=1e-5)
-
-
-def test_mean_difference_has_the_standard_error_of_the_seeds():
-    difference, noise = over_seeds.mean_difference([run(0.92), run(0.94)], [run(0.90), run(0.90)])
-    assert difference == pytest.approx(0.03)
-    assert noise == pytest.approx(np.sqrt(np.var([0.92, 0.94], ddof=1) / 2))
-    assert over_seeds.mean_difference([run(0.92)], [run(0.90)]) == pytest.approx((0.02, 0.0))
 
 
 def test_factor_masking_needs_momentum_correction():

@@ -76,10 +76,12 @@ def test_every_page_link_resolves():
 
 
 # The page of exact steps for each operating system, and what it must say.
-OS_PAGES = {"install-macos.md": ["xcode-select --install", "brew install python@3.12", "Install Certificates"],
-            "install-windows.md": ["wsl --install", "administrator", "Virtualization", ".wslconfig", "memory=",
-                                   "wsl --shutdown", "/mnt/c"],
-            "install-ubuntu.md": ["22.04", "24.04", "ppa:deadsnakes/ppa", "uv python install 3.12", "python3.12-venv"]}
+OS_PAGES = {"install-macos.md": ["xcode-select --install", "brew install python@3.12", "/opt/homebrew/bin/python3.12",
+                                 "uv python install 3.12", "Install Certificates"],
+            "install-windows.md": ["wsl --install -d Ubuntu-24.04", "administrator", "Virtualization", ".wslconfig",
+                                   "memory=", "wsl --shutdown", "/mnt/c"],
+            "install-ubuntu.md": ["22.04", "24.04", "26.04", "Python 3.14", "ppa:deadsnakes/ppa", "uv python install 3.12",
+                                  "python3.12-venv"]}
 LEARNER_PAGES = [ROOT / "README.md", ROOT / "docs" / "install.md", *(ROOT / "docs" / page for page in OS_PAGES)]
 
 
@@ -160,3 +162,15 @@ def test_every_notebook_and_exercise_ends_by_saying_to_shut_its_kernel_down(tmp_
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(SHUT_DOWN),
                                                    nbformat.v4.new_code_cell("cluster.stop()")]), ending_in_code)
     assert not closes_with_shut_down(ending_in_code)
+
+
+README_MOST_LINES = 150  # a few screens: what a learner needs first, the rest one link away
+
+
+def test_the_readme_stays_a_few_screens_and_links_the_rest():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= README_MOST_LINES, "the README grew: move details to a page and link it"
+    for page in ("docs/cheatsheet.md", "docs/glossary.md", "docs/install.md", "docs/instructor-guide.md"):
+        assert f"]({page}" in readme, f"the README's reader finds {page} one link away"
+    assert "git clone <" not in "".join(path.read_text() for path in (ROOT / "docs").glob("install*.md")), \
+        "an install page names no address a learner cannot type"

@@ -1,6 +1,8 @@
 """`labkit doctor --workshop`: every item passes here, a real cluster trains, and each check fails on a bad machine."""
 import json
+import math
 import os
+import socket
 import subprocess
 import sys
 import tomllib
@@ -196,3 +198,42 @@ def test_a_learners_install_without_the_test_tools_passes_the_pinned_versions_ch
     learner = dict(pin.split("#")[0].strip().split("==") for pin in project["dependencies"])
     assert doctor.pinned_versions(learner)[0] == doctor.PASS
     assert doctor.pinned_versions(dict(learner, papermill="missing"))[0] == doctor.FAIL
+
+
+def test_the_learners_own_jupyterlab_on_the_port_passes_and_anything_else_there_warns(tmp_path):
+    """`make doctor` runs in a second terminal while `make lab` holds the port (the pages' order): that is this
+    kit's JupyterLab, no warning. Another Jupyter server, or another program, on the port is a WARN."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    try:
+        kits = {"port": port, "pid": os.getpid(), "root_dir": str(doctor.KIT / "work")}
+        assert doctor.jupyter_port(port, [kits])[0] == doctor.PASS
+        elsewhere = {"port": port, "pid": 1, "root_dir": str(tmp_path)}
+        status, detail = doctor.jupyter_port(port, [elsewhere])
+        assert status == doctor.WARN and f"jupyter server stop {port}" in detail
+        assert doctor.is_this_kits(dict(elsewhere, pid=os.getpid())), "run by this kit's Python: its own"
+        status, detail = doctor.jupyter_port(port, [])
+        assert status == doctor.WARN and "not a Jupyter server" in detail and "nothing to fix" in detail
+    finally:
+        listener.close()
+    assert doctor.jupyter_port(port, [kits])[0] == doctor.PASS and "free" in doctor.jupyter_port(port, [])[1]
+
+
+def test_a_user_kernel_named_pslab_that_hides_the_isolated_one_is_named(tmp_path, monkeypatch):
+    assert doctor.kernel_launcher()[0] == doctor.PASS
+    hiding = tmp_path / "kernels" / "pslab"
+    hiding.mkdir(parents=True)
+    (hiding / "kernel.json").write_text(json.dumps({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f",
+                                                             "{connection_file}"], "display_name": "pslab"}))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path))  # where `ipykernel install --user` writes
+    assert doctor.kernel_launcher()[0] == doctor.PASS, "a JupyterLab of this environment prefers its own kernels"
+    monkeypatch.setenv("JUPYTER_PREFER_ENV_PATH", "0")  # as for a JupyterLab run from another environment
+    status, detail = doctor.kernel_launcher()
+    assert status == doctor.WARN and "jupyter kernelspec remove pslab" in detail and str(hiding) in detail
+
+
+def test_in_wsl2_the_memory_line_says_what_to_give_its_vm():
+    peak = doctor.need(doctor.THREE_HOUR_PLAN, doctor.FULL_SIZE)[0]
+    gib = math.ceil(doctor.gibibytes(peak) + doctor.BROWSER_GIB)
+    assert f"memory={gib}GB in .wslconfig" in doctor.memory(2**40, mnist=FULL, wsl=True)[1]
+    assert "wslconfig" not in doctor.memory(2**40, mnist=FULL, wsl=False)[1]

@@ -86,6 +86,22 @@ def submit(folder, notebooks):
     return {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in folder.rglob("*") if path.is_file()}
 
 
+def rebuilt(path):
+    """The notebook at ``path`` as a learner who copied every cell into a new notebook hands it in: new cell ids."""
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        cell.id = nbformat.v4.new_code_cell().id
+    return notebook
+
+
+def half_kept(path):
+    """The notebook at ``path`` with the ids of its second half of cells changed: it keeps exactly half."""
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells[(len(notebook.cells) + 1) // 2:]:
+        cell.id = nbformat.v4.new_code_cell().id
+    return notebook
+
+
 def parameters_file(tmp_path):
     """The smoke parameters of tests/test_exercises.py, as `labkit grade --parameters` reads them."""
     path = tmp_path / "parameters.yaml"
@@ -109,11 +125,7 @@ def checks_of(row, exercise):
 
 def processes_of(out):
     """Processes still running that a graded notebook under ``out`` started (they carry its state dir)."""
-    found = []
-    for process in psutil.process_iter(["environ"]):
-        if str(out) in (process.info["environ"] or {}).get("LABKIT_STATE_DIR", ""):
-            found.append(process.pid)
-    return found
+    return [process.pid for process in processes.carrying("LABKIT_STATE_DIR", lambda value: str(out) in value)]
 
 
 # ----- without running a kernel ---------------------------------------------------------------
@@ -128,6 +140,10 @@ def test_bad_input_gets_a_clear_error_or_row_and_the_submissions_are_untouched(t
     with pytest.raises(SystemExit, match="it grades nothing here: leave out SUBMISSIONS, --out"):
         cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"),
                   "--gradescope-autograder", str(tmp_path / "autograder.zip")])
+    with pytest.raises(SystemExit, match="--visibility and --full-mnist set up the Gradescope autograder"):
+        cli.main(["grade", str(tmp_path / "empty"), "--out", str(tmp_path / "out"), "--visibility", "hidden"])
+    with pytest.raises(SystemExit, match="--visibility later: Gradescope knows visible, hidden, after_due_date"):
+        cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.zip"), "--visibility", "later"])
     with pytest.raises(SystemExit, match="autograder.tar: name a .zip file"):
         cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.tar")])
     with pytest.raises(SystemExit, match="has no check cell"):
@@ -143,15 +159,24 @@ def test_bad_input_gets_a_clear_error_or_row_and_the_submissions_are_untouched(t
     lesson = nbformat.read(SOLUTIONS.parent / "notebooks" / "00_welcome.ipynb", as_version=4)
     (submissions / "nothing").mkdir(parents=True)
     (submissions / "nothing" / "notes.txt").write_text("no notebook here")
-    before = submit(submissions, {"corrupt": '{"cells": [', "json": '{"a": 1}', "lesson": lesson})
+    before = submit(submissions, {"corrupt": '{"cells": [', "json": '{"a": 1}', "lesson": lesson,
+                                  "rebuilt/ex1_basic_cluster": rebuilt(EXERCISES / EX1),
+                                  "halved/ex1_basic_cluster": half_kept(EXERCISES / EX1)})
     cli.main(["grade", str(submissions), "--out", str(tmp_path / "out")])
     notebooks = read_grades(tmp_path / "out", "notebooks.csv")
     assert {learner: row["status"] for (learner, _), row in notebooks.items()} == {
-        "corrupt": "error", "json": "error", "lesson": "refused"}
+        "corrupt": "error", "json": "error", "lesson": "not recognised", "rebuilt": "not recognised",
+        "halved": "ok"}, "a notebook keeping half of an exercise's cell ids counts as that exercise"
     assert "not a readable Jupyter notebook" in notebooks["corrupt", "corrupt.ipynb"]["detail"]
-    assert "not one of the exercises" in notebooks["lesson", "lesson.ipynb"]["detail"]
+    assert "lesson.ipynb: not recognised: no shared cell ids" in notebooks["lesson", "lesson.ipynb"]["detail"]
     learners = read_grades(tmp_path / "out")
-    assert sorted(learners) == ["corrupt", "json", "lesson", "nothing"], "one row per learner"
+    assert sorted(learners) == ["corrupt", "halved", "json", "lesson", "nothing", "rebuilt"], "one row per learner"
+    assert checks_of(learners["rebuilt"], "ex1") == dict.fromkeys(EX1_CHECKS, "not recognised")
+    assert checks_of(learners["lesson"], "ex1") == dict.fromkeys(EX1_CHECKS, "not submitted"), \
+        "a file name that names no exercise leaves every exercise not submitted"
+    feedback = (tmp_path / "out" / "rebuilt" / "feedback.md").read_text()
+    assert "- Exercise 1: 0 of 4 (not recognised: see below)" in feedback
+    assert "not recognised: no shared cell ids with any exercise" in feedback and "cells copied or retyped" in feedback
     assert learners["nothing"]["notes"] == "no notebook handed in; not notebooks, not graded: notes.txt"
     assert "corrupt.ipynb: error (corrupt.ipynb is not a readable Jupyter notebook" in learners["corrupt"]["notes"]
     assert "not a readable Jupyter notebook" in (tmp_path / "out" / "corrupt" / "feedback.md").read_text()
@@ -201,6 +226,12 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
     assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "2", "3", "4", "4", "3", str(ALL_CHECKS)], \
         "Canvas's points possible: each exercise's checks, and every check for the total"
     assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0", "0", "0", "0"] and len(canvas) == 5
+    with zipfile.ZipFile(out / "canvas-feedback.zip") as returned:
+        assert set(returned.namelist()) == {"lovelaceada_late_101_5002_ex1_basic_cluster-1.ipynb",
+                                            "lovelaceada_101_5003_ex5_staleness_checks.ipynb"}, \
+            "each graded notebook under Canvas's own name (Re-Upload Submissions matches it); nothing unreadable"
+        handed_back = nbformat.reads(returned.read("lovelaceada_101_5003_ex5_staleness_checks.ipynb").decode(), 4)
+    assert handed_back.cells[0].source == feedback and handed_back.cells[1:] == nbformat.reads(blank_ex5, 4).cells
 
     moodle = tmp_path / "moodle"
     submit(moodle, {"Ada Lovelace_201_assignsubmission_file_/ex5_staleness_checks": nbformat.reads(blank_ex5, 4)})
@@ -285,16 +316,16 @@ def test_the_task_limit_lets_a_cluster_within_it_start_and_names_a_bad_limit(mon
         assert children.check_task_limit(4, "3 workers and 1 parameter server") is None
 
 
-def unpacked_autograder(tmp_path, *names):
-    """The autograder built for the exercises ``names``, unpacked as Gradescope does (into ROOT/source, with the
-    scripts' modes as unzip sets them): ROOT."""
+def unpacked_autograder(tmp_path, *names, options=()):
+    """The autograder built for the exercises ``names`` (with more ``options``), unpacked as Gradescope does (into
+    ROOT/source, with the scripts' modes as unzip sets them): ROOT."""
     reference = tmp_path / "reference"
     reference.mkdir()
     for name in names:
         shutil.copy(EXERCISES / name, reference)
     autograder = tmp_path / "autograder.zip"
     cli.main(["grade", "--gradescope-autograder", str(autograder), "--reference", str(reference),
-              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300"])
+              "--parameters", str(parameters_file(tmp_path)), "--cell-timeout", "300", *options])
     root = tmp_path / "autograder"
     with zipfile.ZipFile(autograder) as archive:
         modes = {entry.filename: entry.external_attr >> 16 for entry in archive.infolist()}
@@ -315,7 +346,8 @@ def test_the_autograders_setup_is_the_makefiles_install_in_its_own_folder(tmp_pa
     assert (source / "setup.sh").read_text().rstrip().endswith("\nmake install"), "setup.sh installs as learners do"
     dry = subprocess.run(["make", "-n", "install"], cwd=source, capture_output=True, text=True, timeout=120)
     assert dry.returncode == 0 and dry.stderr == "", f"make install cannot run in the autograder's folder: {dry.stderr}"
-    assert "pip install" in dry.stdout and " -e ." in dry.stdout and "ipykernel install --sys-prefix --name pslab" in dry.stdout
+    assert "scripts/wheelhouse.py install wheelhouse -- -e ." in dry.stdout and "overrides.json" in dry.stdout
+    assert "ipykernel install --sys-prefix --name pslab" in dry.stdout
     found = subprocess.run(["sh", "scripts/find_python.sh"], cwd=source, capture_output=True, text=True)
     assert found.returncode == 0 and found.stdout.strip(), found.stderr
     assert (source / "pyproject.toml").read_text() == (gradescope.KIT / "pyproject.toml").read_text(), \
@@ -458,11 +490,12 @@ def test_a_hung_notebook_is_stopped_with_everything_it_started(tmp_path):
 def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_path):
     """The zip built for ex1 and ex4, unpacked as Gradescope does into a temporary root (its .venv: this one,
     as setup.sh's `make install` would make it), grades a wrong ex4 and writes results.json as Gradescope reads it."""
-    root = unpacked_autograder(tmp_path, EX1, EX4)
+    root = unpacked_autograder(tmp_path, EX1, EX4, options=["--visibility", "after_published"])
     assert sorted(path.name for path in (root / "source" / "exercises").iterdir()) == [EX1, EX4]
     shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
     (root / "source" / ".venv").symlink_to(sys.prefix)
-    submit(root / "submission", {"ex4_performance_analysis": wrong(EX4, "scheduled nothing on the cluster")})
+    submit(root / "submission", {"ex4_performance_analysis": wrong(EX4, "scheduled nothing on the cluster"),
+                                 "lovelaceada_12_34_ex1_basic_cluster": rebuilt(EXERCISES / EX1)})
     (root / "submission" / "notes.txt").write_text("not a notebook")
     (tmp_path / "tmp").mkdir()
     subprocess.run([str(root / "run_autograder")], cwd=root, check=True, timeout=600,
@@ -477,9 +510,37 @@ def test_the_gradescope_autograder_grades_a_submission_into_results_json(tmp_pat
     failed = tests["ex4: timed on the cluster"]
     assert failed["score"] == 0 and failed["status"] == "failed" and "scheduled nothing on the cluster" in failed["output"]
     assert tests["ex4: one time per worker count"]["output"] == "passed"
-    assert all(tests[f"ex1: {check}"]["score"] == 0 and tests[f"ex1: {check}"]["output"].startswith("not submitted")
-               for check in EX1_CHECKS)
+    assert all(tests[f"ex1: {check}"]["score"] == 0 and tests[f"ex1: {check}"]["output"].startswith(
+        "not recognised: lovelaceada_12_34_ex1_basic_cluster.ipynb: not recognised: no shared cell ids")
+               for check in EX1_CHECKS), "a rebuilt notebook is named as not recognised, never 'not submitted'"
+    assert {report["visibility"], *(test["visibility"] for test in tests.values())} == {"after_published"}
     assert "not notebooks, not graded: notes.txt" in report["output"], "the learner's feedback.md is the output"
     assert "Total: **3** of 8 checks passed" in report["output"] and sum(test["max_score"] for test in tests.values()) == 8, \
         "the feedback's total is Gradescope's score, out of the same maximum"
     assert processes_of(tmp_path / "tmp") == []
+
+
+def test_the_container_gradescope_needs_comes_from_the_solutions_measured_runs():
+    table = {"ex1_basic_cluster": {"peak_pss_mb": 2800, "peak_alone_mb": 2830, "minutes": 0.2,
+                                   "small_laptop": {"peak_pss_mb": 1800, "peak_alone_mb": 1810, "minutes": 0.2}},
+             "ex4_performance_analysis": {"peak_pss_mb": 2900, "minutes": 0.5,
+                                          "small_laptop": {"peak_pss_mb": 1500, "minutes": 0.6}}}
+    subset = gradescope.container_needs(["ex1_basic_cluster", "ex4_performance_analysis"], table=table)
+    assert subset["memory_gb"] == 3 and subset["peak_gb"] == 1.81, "the subset's largest peak (alone), and 1 GB"
+    assert subset["timeout_minutes"] == 5 and subset["notebook_seconds"] == 144, \
+        "4 times 0.8 minutes and 1 to start; 4 times the longest, 0.6 minutes"
+    full = gradescope.container_needs(["ex1_basic_cluster", "ex4_performance_analysis"], full_mnist=True, table=table)
+    assert full["memory_gb"] == 4 and full["notebook_seconds"] == 120
+    with pytest.raises(ValueError, match="no measured notebook starts with 'ex9_new'"):
+        gradescope.container_needs(["ex9_new"], table=table)
+
+
+def test_the_autograder_built_with_full_mnist_caches_it_and_says_what_the_container_needs(tmp_path, capsys):
+    cli.main(["grade", "--gradescope-autograder", str(tmp_path / "autograder.zip"), "--full-mnist"])
+    printed = capsys.readouterr().out
+    assert "graded on full MNIST" in printed and "Autograder Settings" in printed and "2 CPUs, memory at least" in printed
+    assert "lower it to about" in printed, "the default --timeout is far above the solutions' measured times"
+    with zipfile.ZipFile(tmp_path / "autograder.zip") as archive:
+        setup = archive.read("setup.sh").decode()
+    assert setup.rstrip().splitlines()[-1].startswith(".venv/bin/labkit data download")
+    assert setup.index("make install") < setup.index("labkit data download")

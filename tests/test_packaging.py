@@ -8,6 +8,8 @@ from pathlib import Path
 
 import yaml
 
+from labkit.tools import lab
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -102,8 +104,12 @@ def test_kernel_spec_sets_the_labkit_environment():
 
 def test_lab_binds_to_localhost_and_keeps_the_token():
     lab_recipe = (ROOT / "Makefile").read_text().split("\nlab:")[1].split("\n\n")[0]
-    assert "--ip=127.0.0.1" in lab_recipe
-    assert "token" not in lab_recipe.lower(), "never disable or set Jupyter's token in make lab"
+    assert "-m labkit.tools.lab $(WORK)" in lab_recipe, "make lab starts JupyterLab through labkit/tools/lab.py"
+    command = lab.command("work")
+    assert "--ip=127.0.0.1" in command and "--ServerApp.root_dir=work" in command
+    assert not [part for part in command if "token" in part.lower()], "never disable or set Jupyter's token in make lab"
+    assert "--IdentityProvider.token=abc" in lab.command("work", 8899, "abc", open_browser=False), \
+        "a program that talks to the server (the workshop day) sets its own token"
 
 
 def test_notebooks_are_committed_without_outputs():

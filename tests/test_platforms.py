@@ -1,5 +1,6 @@
 """docs/install.md's platform table agrees with scripts/check_platforms.py, and the kit works without `ss`."""
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -9,10 +10,10 @@ import pytest
 
 from labkit import compression, traffic
 from labkit.meter import Meter
+from support.scripts import script
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-import check_platforms  # noqa: E402
+check_platforms = script("check_platforms")
 
 
 def test_the_platform_check_asks_for_every_pin_of_pyproject():
@@ -63,10 +64,24 @@ def test_without_ss_the_compression_table_shows_payload_bytes_and_na(no_ss):
 def install_commands(wheelhouse):
     done = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), "install", f"WHEELHOUSE={wheelhouse}"],
                           capture_output=True, text=True, check=True)
-    return [line for line in done.stdout.splitlines() if "pip install" in line]
+    return [line for line in done.stdout.splitlines() if "install" in line and "wheelhouse.py" in line]
 
 
-def test_make_install_uses_the_wheelhouse_alone_when_it_holds_wheels(tmp_path):
-    assert install_commands(tmp_path) == [".venv/bin/python -m pip install --quiet  -e ."]
-    (tmp_path / "tensorflow-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl").touch()
-    assert install_commands(tmp_path) == [f".venv/bin/python -m pip install --quiet --no-index --find-links {tmp_path} -e ."]
+def test_make_install_installs_through_the_wheelhouse_step(tmp_path):
+    """`make install` leaves the choice of wheels to scripts/wheelhouse.py (this platform's folder with no
+    network, else the index: tests/test_learner_bundle.py installs through it both ways)."""
+    assert install_commands(tmp_path) == [f".venv/bin/python scripts/wheelhouse.py install {tmp_path} -- -e ."]
+
+
+def test_make_install_test_asks_the_wheelhouse_step_for_the_index(tmp_path, monkeypatch):
+    """The test tools come from the index: `--index` reaches wheelhouse.install, not pip (where Python 3.11's
+    argparse once passed it on, and pip read it as `--index-url --`)."""
+    done = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), "install-test", f"WHEELHOUSE={tmp_path}"],
+                          capture_output=True, text=True, check=True)
+    line = next(line for line in done.stdout.splitlines() if "wheelhouse.py install" in line and "--index" in line)
+    wheelhouse = script("wheelhouse")
+    asked = []
+    monkeypatch.setattr(wheelhouse, "install", lambda folder, requirements, index: asked.append((requirements, index)) or 0)
+    with pytest.raises(SystemExit) as stopped:
+        wheelhouse.main(shlex.split(line)[2:])
+    assert stopped.value.code == 0 and asked == [(["-e", ".[test,site]"], True)]

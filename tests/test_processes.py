@@ -214,3 +214,17 @@ def test_connected_sees_this_process_s_connection_to_a_port_while_it_is_open():
         assert processes.connected(os.getpid(), port)
         client.close()
         assert not processes.connected(os.getpid(), port)
+
+
+def test_the_processes_of_a_run_are_found_by_the_token_in_their_environment():
+    token = f"run-{os.getpid()}"
+    sleep = [PYTHON, "-c", "import time; time.sleep(60)"]
+    marked = subprocess.Popen(sleep, env=dict(os.environ, LABKIT_TEST_TOKEN=token))
+    other = subprocess.Popen(sleep, env=dict(os.environ, LABKIT_TEST_TOKEN="another run"))
+    try:
+        assert [p.pid for p in processes.carrying("LABKIT_TEST_TOKEN", lambda value: value == token)] == [marked.pid]
+    finally:
+        for child in (marked, other):
+            child.kill()
+            child.wait()
+    assert processes.carrying("LABKIT_TEST_TOKEN", lambda value: value == token) == []

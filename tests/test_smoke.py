@@ -1,11 +1,13 @@
 """The smoke runs of the notebooks (tests/support/smoke.py): every notebook has its test module, a smoke copy carries
-its declared parameters, a run as on macOS sees no `ss` and no PSS, and the checks of what a learner sees can fail."""
+its declared parameters, a run as on macOS sees no `ss` and no PSS, and the checks of what a learner sees can fail;
+and the tiers: a test has one."""
 import re
 
 import nbformat
 import pytest
 from papermill.translators import PythonTranslator
 
+from support import tier_times
 from support.smoke import (DECLARATIONS, NOTEBOOKS, ROOT, SmokeRun, bare_figures, execute, figure_cells_without_image,
                            like_macos, smoke_copy, stderr_lines)
 
@@ -60,3 +62,11 @@ def test_a_run_as_on_macos_stops_at_the_failing_cell_and_its_readers_say_so(tmp_
     assert notebook.cells[2].outputs == []
     with pytest.raises(pytest.fail.Exception, match="did not run to the end"):
         SmokeRun("lab.ipynb", notebook, error).to_the_end()
+
+
+def test_a_test_has_one_tier_and_unit_without_a_tier_marker():
+    assert tier_times.TIERS == ("unit", "cluster", "notebook", "browser", "root"), "pyproject.toml's markers"
+    assert tier_times.tier(["parametrize", "notebook", "timeout"]) == "notebook"
+    assert tier_times.tier(["parametrize"]) == "unit"
+    with pytest.raises(ValueError, match=r"tier markers \['browser', 'notebook'\]: give it one"):
+        tier_times.tier(["browser", "notebook"])

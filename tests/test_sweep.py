@@ -96,8 +96,9 @@ def test_record_refuses_what_one_csv_column_cannot_hold(tmp_path, values, error)
     assert not (tmp_path / results.FILE_NAME).exists()
 
 
-def wins_by(gain, name="gain"):
-    return verdict.paired(name, [0.9 + gain] * 3, [0.9] * 3, measure="test accuracy", distinct_test_examples=10_000)
+def wins_by(gain, name="gain", comparisons=2):
+    return verdict.paired(name, [0.9 + gain] * 3, [0.9] * 3, measure="test accuracy", distinct_test_examples=10_000,
+                          comparisons=comparisons)
 
 
 def test_record_verdicts_keeps_one_entry_per_name_beside_the_values(tmp_path):
@@ -110,11 +111,14 @@ def test_record_verdicts_keeps_one_entry_per_name_beside_the_values(tmp_path):
     assert records == [wins_by(0.0001).record()] and recorded["accuracy"] == 0.9
     assert results.without_verdicts(recorded) == {"accuracy": 0.9}
     assert results.record_verdicts(None, [wins_by(0.02)])[0]["verdict"] == "wins"  # a learner's run writes nothing
+    with pytest.raises(ValueError, match="3 verdicts are recorded, but other, gain are corrected for fewer"):
+        results.record_verdicts(tmp_path, [wins_by(0.02, "third", comparisons=3)])  # three in all now
 
 
 @pytest.mark.parametrize("verdicts, match", [
     ([wins_by(0.02), wins_by(0.03)], "share a name"),
     ([wins_by(0.02).record() | {"effect": 0.0001}], "below the resolution floor"),  # a typed, wrong verdict
+    ([wins_by(0.02, comparisons=1), wins_by(0.02, "other")], "gain is corrected for fewer comparisons"),
 ])
 def test_record_verdicts_refuses_two_of_one_name_and_a_verdict_its_numbers_do_not_allow(tmp_path, verdicts, match):
     with pytest.raises(ValueError, match=match):

@@ -141,8 +141,8 @@ def test_the_old_allowance_passes_noisier_seeds_that_the_non_inferiority_test_re
 def test_more_noise_never_makes_non_inferiority_easier():
     rng = np.random.default_rng(1)
     dense, jitter = np.full(5, 0.9), rng.normal(0, 1, 5)
-    verdicts = [verdict.non_inferior("topk", dense - 0.003 + noise * jitter, dense, 0.01, measure="test accuracy").verdict
-                for noise in (0.0, 0.001, 0.003, 0.01, 0.03)]
+    verdicts = [verdict.non_inferior("topk", dense - 0.003 + noise * jitter, dense, 0.01,
+                                     measure="test accuracy").verdict for noise in (0.0, 0.001, 0.003, 0.01, 0.03)]
     assert verdicts[0] == NON_INFERIOR and verdicts[-1] == CANNOT_TELL
     assert verdicts == sorted(verdicts, key=[NON_INFERIOR, CANNOT_TELL].index), verdicts
 
@@ -214,7 +214,8 @@ def test_abba_cancels_a_first_in_block_penalty_that_abab_reads_as_a_loss():
 
 
 def test_interleaved_seconds_lower_is_better_and_bad_timings_are_refused():
-    faster = verdict.interleaved("time", [0.8, 0.82, 0.79], [1.0, 1.01, 0.99], measure="seconds", higher_is_better=False)
+    faster = verdict.interleaved("time", [0.8, 0.82, 0.79], [1.0, 1.01, 0.99], measure="seconds",
+                                 higher_is_better=False)
     assert faster.verdict == WINS and faster.effect < 1
     with pytest.raises(ValueError, match="positive"):
         verdict.interleaved("time", [0.8, 0.0, 0.79], [1.0, 1.01, 0.99], measure="seconds")
@@ -241,17 +242,24 @@ def test_the_record_is_json_and_the_sentence_is_made_from_it_alone():
     assert record["interval"] == list(found.interval) and record["seeds"] == 5
     said = verdict.sentence_of(record, "top-k", "dense")
     assert said == found.sentence("top-k", "dense")
-    assert said.startswith("top-k wins against dense on test accuracy: +1.0 points (95% interval ")
+    assert said.startswith("Top-k wins against dense on test accuracy: +1.0 points (95% interval ")
     assert "corrected for 2 comparisons; 5 paired seeds, every one agreeing" in said
     one = verdict.paired("gain", [0.91], [0.9], measure="test accuracy", min_pairs=1).record()
     assert one["interval"] == [None, None]
     floor = accuracy("gain", *seeded_pairs(effect=0.004, seeds=5, noise=0.0003), examples=1_000)
     assert "1,000 distinct test examples resolve 0.9 points" in floor.sentence("a", "b")
+    timed = verdict.unpaired("packing", [5.0, 6.0, 2.0], [1.0, 2.0, 3.0], measure="samples/s", unit="timed intervals")
+    assert timed.sentence("K=10", "K=1") == ("Cannot tell K=10 from K=1 on samples/s: +2.33 (95% interval -2.01 to "
+                                             "+6.68; 3 unpaired timed intervals each); the interval includes a "
+                                             "difference of 0.")
 
 
 @pytest.mark.parametrize("change, match", [
     ({"effect": 0.001}, "below the resolution floor"),   # a winner by less than the test set resolves
-    ({"interval": [-0.01, 0.03]}, "includes no difference"),
+    ({"interval": [-0.01, 0.03]}, "includes 0 \\(no difference\\)"),
+    ({"verdict": "non-inferior", "margin": 0.005, "interval": [-0.01, 0.03]}, "beyond the margin 0.005"),
+    ({"verdict": "inferior", "margin": 0.005, "interval": [-0.01, 0.03]}, "reaches inside the margin"),
+    ({"verdict": "inferior"}, "no margin"),
     ({"verdict": "better"}, "not one of"),
     ({"name": "top-k"}, "not a plain name"),
     ({"seeds": 0}, "positive count"),
@@ -285,7 +293,16 @@ def test_the_data_basis_says_what_ran_and_refuses_accuracy_verdicts_on_the_timin
         verdict.data_basis(subset.x_test)
 
 
-def test_summaries_give_mean_and_range_and_five_numbers():
+def test_summaries_give_mean_and_range_the_difference_of_means_with_its_error_and_five_numbers():
     assert verdict.mean_and_range([0.85, 0.90, 0.88]) == pytest.approx((0.87667, 0.85, 0.90), abs=1e-5)
+    difference, error = verdict.mean_difference([0.92, 0.94], [0.90, 0.90])
+    assert (difference, error) == pytest.approx((0.03, math.sqrt(np.var([0.92, 0.94], ddof=1) / 2)))
+    assert verdict.mean_difference([0.92], [0.90]) == pytest.approx((0.02, 0.0))
     assert verdict.five_number_summary([4.0, 1.0, 3.0, 2.0, 5.0]) == {"median": 3.0, "q1": 2.0, "q3": 4.0,
                                                                       "min": 1.0, "max": 5.0}
+    assert verdict.five_number_summary([7.0, 7.0])["median"] == 7.0
+
+
+@pytest.mark.parametrize("values, others, apart", [([3, 4], [1, 2], 1), ([1, 2], [3, 4], -1), ([2, 4], [1, 2], 0)])
+def test_spreads_are_apart_only_when_every_value_is_beyond_every_other(values, others, apart):
+    assert verdict.spreads_apart(values, others) == apart

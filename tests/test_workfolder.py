@@ -48,7 +48,7 @@ def test_git_ignores_the_work_folder_and_make_lab_opens_it():
     assert "\nwork/\n" in (ROOT / ".gitignore").read_text()
     makefile = (ROOT / "Makefile").read_text()
     lab_recipe = makefile.split("\nlab:")[1].split("\n\n")[0]
-    assert "labkit.tools.workfolder $(WORK)" in lab_recipe and "--ServerApp.root_dir=$(WORK)" in lab_recipe
+    assert "labkit.tools.workfolder $(WORK)" in lab_recipe and "labkit.tools.lab $(WORK)" in lab_recipe
     assert re.search(r"\nWORK\s*:= work\n", makefile)
 
 

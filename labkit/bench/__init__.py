@@ -10,7 +10,6 @@ TensorFlow import.
 
 One module per concern:
 
-- ``stats``: median, quartiles, first value reaching a target
 - ``points``: the points the benchmark measures, its settings and their checks
 - ``workloads``: the models and their real data
 - ``measure``: every point on its cluster between two measurements of its baseline (a warm-up interval, then intervals timed by
@@ -27,12 +26,11 @@ from labkit.bench.points import DEFAULTS, Point, base_point, check, interval_ste
 from labkit.bench.plots import plot, plot_predictions
 from labkit.bench.report import NOTEBOOK, report, run_and_save
 from labkit.bench.startup import startup
-from labkit.bench.stats import five_number_summary
 from labkit.bench.measure import (Baseline, Connected, add_ratios, measure_on_cluster, measure_points, result_row,
                                   run_custom, run_fit)
 from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, workload
 
 __all__ = ["costmodel", "format_table", "load", "machine", "save", "run_custom", "run_fit", "DEFAULTS", "Point",
            "base_point", "check", "interval_steps", "points", "plot", "plot_predictions", "NOTEBOOK", "report", "run_and_save",
-           "startup", "five_number_summary", "Baseline", "Connected", "add_ratios", "measure_on_cluster",
+           "startup", "Baseline", "Connected", "add_ratios", "measure_on_cluster",
            "result_row", "measure_points", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload", "workload"]

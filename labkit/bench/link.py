@@ -35,7 +35,7 @@ def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out
 
     from labkit.bench.measure import run_custom
     from labkit.bench.points import interval_steps
-    from labkit.bench.stats import five_number_summary
+    from labkit.verdict import five_number_summary
     from labkit.bench.workloads import Data, workload
     from labkit.meter import Meter
 

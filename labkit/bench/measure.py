@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass
 
 from labkit import traffic
 from labkit.bench.points import interval_steps
-from labkit.bench.stats import five_number_summary
 from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
+from labkit.verdict import five_number_summary
 
 MIN_BASELINE_SECONDS = 0.25  # each timed interval of a single-process baseline lasts at least this long
 
@@ -82,6 +82,7 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     row = {**asdict(point), "model_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
            **{f"steps_per_s_{k}": v for k, v in steps_per_s.items()},
            **{f"samples_per_s_{k}": v * point.batch_size for k, v in steps_per_s.items()},
+           "samples_per_s_intervals": [steps * point.batch_size / s for s in meter.seconds],  # JSON only: a verdict's values
            "final_accuracy": accuracies[-1], "steps_to_target": steps_to_target,
            # steps needed x time per step at the steady rate (tracing and evaluation excluded)
            "seconds_to_target": steps_to_target / steps_per_s["median"] if steps_to_target else None,

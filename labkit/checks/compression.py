@@ -4,7 +4,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from labkit import compression, over_seeds
+from labkit import compression, verdict
 from labkit.checks.core import require
 
 
@@ -63,11 +63,9 @@ def compression_paid_off(result, dense, min_ratio, max_accuracy_loss):
         "and does decompress() put the values back where they came from?")
 
 
-def fewer_total_bytes(dense_runs, compressed_runs, min_ratio, max_accuracy_loss):
-    """Same seeds; the mean total (push + pull) bytes on the PS sockets >= min_ratio times fewer; mean
-    accuracy at most ``max_accuracy_loss`` below the uncompressed runs' mean, plus two standard errors
-    of that difference (the noise the seeds show: the same runs on a 1,000-image test set move by about
-    a point). Returns (ratio, accuracy loss, its standard error)."""
+def fewer_total_bytes(dense_runs, compressed_runs, min_ratio):
+    """Same seeds; the mean total (push + pull) bytes on the PS sockets >= min_ratio times fewer. Returns the ratio.
+    (Whether accuracy was kept is ``accuracy_within_margin``'s.)"""
     seeds = sorted(r.seed for r in dense_runs)
     require(seeds and seeds == sorted(r.seed for r in compressed_runs),
         f"compare runs with the same seeds: {seeds} vs {sorted(r.seed for r in compressed_runs)}.")
@@ -75,12 +73,19 @@ def fewer_total_bytes(dense_runs, compressed_runs, min_ratio, max_accuracy_loss)
         "the runs have no bytes measured on the PS sockets: give train_mnist "
         "shared=compression.Shared(ps_pids=traffic.ps_pids(cluster)) (needs ss).")
     ratio = np.mean([r.measured_total for r in dense_runs]) / np.mean([r.measured_total for r in compressed_runs])
-    lost, noise = over_seeds.mean_difference(dense_runs, compressed_runs)
     require(ratio >= min_ratio, f"{ratio:.1f}x fewer total bytes (push + pull) on the PS sockets; the goal is {min_ratio}x.")
-    require(lost <= max_accuracy_loss + 2 * noise,
-        f"{lost * 100:.2f} points of mean accuracy lost over seeds {seeds}, more than {max_accuracy_loss * 100:g} "
-        f"plus two standard errors of the difference ({2 * noise * 100:.2f}).")
-    return ratio, lost, noise
+    return ratio
+
+
+def accuracy_within_margin(found):
+    """The mean accuracy loss of a non-inferiority verdict (``labkit.verdict.non_inferior``) within its margin.
+    That is less than non-inferior (the interval's worse end inside the margin): its sentence says which."""
+    require(isinstance(found, verdict.Verdict) and found.margin is not None,
+        f"accuracy_within_margin takes the verdict of labkit.verdict.non_inferior, not {found!r}.")
+    loss = -found.effect if found.higher_is_better else found.effect
+    require(loss <= found.margin,
+        f"{loss * 100:.2f} points of mean accuracy lost, more than the margin of {found.margin * 100:g}: "
+        + found.sentence("compressed", "uncompressed"))
 
 
 def within_variance_bound(variance, bound):
@@ -103,8 +108,9 @@ def dgc_beats_naive(dgc_runs, naive_runs):
     working. (Not "every seed": the naive way's seeds spread widely, each as its own lumps of stale momentum
     land, so a win by every seed can fail by luck; the notebook prints that stricter verdict beside it.)"""
     same_payload(dgc_runs + naive_runs)
-    dgc, naive = (over_seeds.accuracy_mean_and_range(runs) for runs in (dgc_runs, naive_runs))
-    gain, noise = over_seeds.mean_difference(dgc_runs, naive_runs)
+    dgc_accuracies, naive_accuracies = ([r.final_accuracy for r in runs] for runs in (dgc_runs, naive_runs))
+    dgc, naive = verdict.mean_and_range(dgc_accuracies), verdict.mean_and_range(naive_accuracies)
+    gain, noise = verdict.mean_difference(dgc_accuracies, naive_accuracies)
     require(gain > 2 * noise,
         f"DGC reached {dgc[0]:.3f} ({dgc[1]:.3f}–{dgc[2]:.3f} over {len(dgc_runs)} seeds), naive top-k with "
         f"momentum on the PS {naive[0]:.3f} ({naive[1]:.3f}–{naive[2]:.3f}): DGC's mean should beat naive's by more "

@@ -100,8 +100,8 @@ def _joined_blocks(calls):
 
 def beyond_spread(answer, seconds_by_workers):
     """``answer`` maps each pair of consecutive worker counts (fewer, more) to whether their timings do not
-    overlap (every timing of one below every timing of the other): a difference beyond the spread, as
-    ``labkit.verdict`` finds it."""
+    overlap (every timing of one below every timing of the other): a difference beyond the spread
+    (``labkit.verdict.spreads_apart``)."""
     counts = sorted(seconds_by_workers)
     pairs = list(zip(counts, counts[1:]))
     require(isinstance(answer, dict) and sorted(answer) == pairs,
@@ -109,7 +109,7 @@ def beyond_spread(answer, seconds_by_workers):
             f"per pair of consecutive worker counts: {pairs}.")
     for fewer, more in pairs:
         a, b = seconds_by_workers[fewer], seconds_by_workers[more]
-        apart = verdict.verdict(a, b) != verdict.CANNOT_TELL
+        apart = verdict.spreads_apart(a, b) != 0
         require(answer[(fewer, more)] == apart,
                 f"{fewer} vs {more} workers: times {sorted(a)} and {sorted(b)}; beyond_spread says "
                 f"{answer[(fewer, more)]}. A difference is beyond the spread only if the two sets of timings do "

@@ -13,6 +13,11 @@ starts each kernel through ``python -m labkit.runtime.isolation -f {connection_f
 2. elsewhere (macOS, a system that forbids user namespaces) the kernel starts as usual, exposed.
 
 Either way the kernel's ``LABKIT_NETWORK`` says which, and why (``network_status``).
+
+Clusters started from a terminal get the same: ``labkit demo`` and ``labkit up`` run themselves again in a
+private namespace before they start anything (``run_again_isolated``), and
+``python -m labkit.runtime.isolation --inside -- python SCRIPT`` runs a script of yours there. Their
+tasks' pids and state files are the host's, so ``labkit status`` and ``labkit stop`` reach them as usual.
 """
 import argparse
 import asyncio
@@ -43,9 +48,12 @@ _CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
 
+NOT_STARTED_ISOLATED = "not started in a private network namespace"
+
+
 def network_status():
     """("isolated", "") or ("exposed", why) for this process, from what its launcher recorded."""
-    status = os.environ.get(STATUS_VARIABLE, "exposed: not started by the PS Lab kernel's launcher")
+    status = os.environ.get(STATUS_VARIABLE, f"exposed: {NOT_STARTED_ISOLATED}")
     state, _, why = status.partition(": ")
     return state, why
 
@@ -121,12 +129,20 @@ def enter_private_network():
         fcntl.ioctl(any_socket, _SIOCSIFFLAGS, struct.pack("16sH", b"lo", flags | _IFF_UP))
 
 
-def why_not_isolated():
-    """None if a kernel can start in a private network namespace here; else the reason, in words."""
+def _why_not_on_this_system():
+    """The reason no namespace is tried at all (switched off, not Linux), or None."""
     if os.environ.get(SWITCH_VARIABLE, "").lower() == "off":
         return f"{SWITCH_VARIABLE}=off"
     if not sys.platform.startswith("linux"):
         return f"private network namespaces are Linux's ({sys.platform} has none)"
+    return None
+
+
+def why_not_isolated():
+    """None if a kernel can start in a private network namespace here; else the reason, in words."""
+    why = _why_not_on_this_system()
+    if why:
+        return why
     child = os.fork()
     if child == 0:  # try it in a throwaway child: a process cannot leave the namespace again
         try:
@@ -138,6 +154,38 @@ def why_not_isolated():
     if os.waitstatus_to_exitcode(status) != 0:
         return "this system does not let users make network namespaces (unshare failed)"
     return None
+
+
+def isolate_this_program():
+    """Move this program into a private network namespace, as the kernel's launcher does for a kernel, and
+    record the outcome in ``LABKIT_NETWORK`` for it and every process it starts. Call it first, before any
+    thread starts (numpy's and TensorFlow's do): the system refuses a process with threads. Return None
+    when isolated (or already), else why not."""
+    if network_status()[0] == ISOLATED:
+        return None
+    why = _why_not_on_this_system()
+    if not why:
+        try:
+            enter_private_network()
+        except OSError as error:
+            why = f"this system does not let users make network namespaces ({error.strerror})"
+    os.environ[STATUS_VARIABLE] = f"exposed: {why}" if why else ISOLATED
+    return why
+
+
+def run_again_isolated(arguments):
+    """Replace this program (``os.execv``: the same process, so the same pid and signals) by
+    ``python arguments...`` in a private network namespace, unless it already runs in one; return why not
+    (also recorded in ``LABKIT_NETWORK``) where the system does not allow it."""
+    if network_status()[0] == ISOLATED:
+        return None
+    why = why_not_isolated()
+    if why:
+        os.environ[STATUS_VARIABLE] = f"exposed: {why}"
+        return why
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "labkit.runtime.isolation", "--inside", "--", sys.executable,
+                              *arguments])
 
 
 async def _forward(port, socket_path):
@@ -213,7 +261,7 @@ def launch_kernel(connection_file, kernel_arguments=()):
     inside_file = Path(socket_dir, "connection.json")
     inside_file.write_text(json.dumps(inside))
     kernel = subprocess.Popen([sys.executable, "-m", "labkit.runtime.isolation", "--inside", "--", *KERNEL, "-f", str(inside_file),
-                               *kernel_arguments], env=dict(os.environ, **{STATUS_VARIABLE: ISOLATED, OUTSIDE_VARIABLE: way_out}))
+                               *kernel_arguments], env=dict(os.environ, **{OUTSIDE_VARIABLE: way_out}))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Jupyter interrupts the process group: the kernel gets it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # clean up below, then go
     try:
@@ -235,8 +283,14 @@ def main(argv=None):
     arguments = parser.parse_args(argv)
     command = arguments.command[1:] if arguments.command[:1] == ["--"] else arguments.command
     if arguments.inside:
-        enter_private_network()
-        os.execv(command[0], command)
+        if not command:
+            parser.error("give the command to run after --, e.g. -- python my_script.py")
+        os.environ.pop(STATUS_VARIABLE, None)  # a new namespace, even inside one: --inside promises it
+        why = isolate_this_program()
+        if why:
+            sys.exit(f"cannot run {command[0]} in a private network namespace: {why}. Run it as it is, on a "
+                     f"network you trust, or behind the firewall steps in {FIREWALL_STEPS}.")
+        os.execvp(command[0], command)
     if not arguments.connection_file:
         parser.error("give the kernel's connection file: -f FILE")
     sys.exit(launch_kernel(arguments.connection_file, command))

@@ -86,6 +86,17 @@ def running(pid):
         return False
 
 
+def carrying(variable, wanted):
+    """The live processes whose environment sets ``variable`` to a value for which ``wanted(value)`` holds: the
+    processes of one run, marked by a token every process it starts inherits."""
+    found = []
+    for process in psutil.process_iter(["environ"]):
+        value = (process.info["environ"] or {}).get(variable)
+        if value is not None and wanted(value) and running(process.pid):
+            found.append(process)
+    return found
+
+
 def _tcp_sockets(pid):
     try:
         return psutil.Process(pid).net_connections(kind="tcp")
@@ -331,4 +342,4 @@ def _stop_everything_left():
 
 __all__ = ["EXIT_PORT_IN_USE", "SERVER_MODULE", "Process", "ServingError", "start_command", "wait_until", "wait_until_serving",
            "serving", "listening", "connected", "accepts_connections", "port_is_free", "stop", "stop_others",
-           "wait_until_gone", "log_tail", "stop_at_exit"]
+           "wait_until_gone", "log_tail", "stop_at_exit", "carrying"]

@@ -13,7 +13,7 @@ import sys
 import time
 
 import labkit
-from labkit.runtime import processes, tfconfig
+from labkit.runtime import isolation, processes, tfconfig
 from labkit.cluster import LocalCluster, pick_port, task_line
 from labkit.registry import running_clusters, stop_recorded
 from labkit import bench
@@ -71,9 +71,18 @@ def add_doctor(commands):
 
 
 # ----- demo -------------------------------------------------------------------
+def isolate_from_the_network(args):
+    """`labkit demo` and `labkit up`, run from a terminal, put themselves and their cluster in a private network
+    namespace where the system allows it, as the PS Lab kernel does; elsewhere their cluster says it is exposed
+    (``LocalCluster.start``). Called in another program (``cli.main([...])``), they never move it."""
+    if args.own_process:
+        isolation.run_again_isolated(["-m", "labkit.tools.cli", *sys.argv[1:]])
+
+
 def cmd_demo(args):
     """Train MNIST with model.fit on a local PS cluster and print the test accuracy."""
     began = time.monotonic()
+    isolate_from_the_network(args)
     from labkit import fit, models
     from labkit.data import load_mnist
 
@@ -108,11 +117,19 @@ def add_demo(commands):
 # ----- up ---------------------------------------------------------------------
 def cmd_up(args):
     """Run a local cluster in the foreground, printing each task's TF_CONFIG, until Ctrl-C."""
+    isolate_from_the_network(args)
     with LocalCluster(args.workers, args.ps, chief=True, name="cli-up") as cluster:
         print(f"Cluster ready in {cluster.ready_seconds:.1f} s. Logs: {cluster.log_dir}")
         for task in [t.name for t in cluster.tasks] + ["chief:0"]:
             print(f"\n{task}: TF_CONFIG='{json.dumps(cluster.tf_config(task))}'")
-        print(f"\n{tfconfig.SECURITY_WARNING}\nPress Ctrl-C to stop every task.")
+        if isolation.network_status()[0] == isolation.ISOLATED:
+            print(f"\nThe tasks run in this command's private network namespace: no other machine reaches them, and "
+                  f"neither does a program in another terminal. To run a coordinator of yours against them, start it "
+                  f"in the namespace: nsenter --target {os.getpid()} --user --net --preserve-credentials "
+                  f"python your_coordinator.py (with the chief's TF_CONFIG above).")
+        else:
+            print(f"\n{tfconfig.SECURITY_WARNING}")
+        print("Press Ctrl-C to stop every task.")
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
             processes.wait_until(lambda: not cluster.running, math.inf, "every task to exit", interval=1)
@@ -133,8 +150,8 @@ def cmd_status(args):
         print("no running labkit clusters")
     for state in clusters:
         print(f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})")
-        print("  " + ("in its kernel's private network namespace: these addresses reach it from inside that "
-                      "kernel only, not from this terminal or any other machine" if state.get("network") == "isolated"
+        print("  " + ("in a private network namespace (its owner's): these addresses reach it from inside that "
+                      "namespace only, not from this terminal or any other machine" if state.get("network") == "isolated"
                       else "its ports are reachable from this terminal and from other machines on the network"))
         for task in state["tasks"]:
             print(task_line(task["task"], task["address"], task["pid"], "alive" if task["alive"] else "dead"))
@@ -436,12 +453,13 @@ def cmd_grade(args):
     """Grade submitted exercise notebooks, each run in its own kernel and cluster, or build a Gradescope autograder."""
     from labkit.tools import grade, gradescope  # here: nbformat's import costs seconds that other commands need not pay
 
-    return gradescope.command(args) if args.gradescope_autograder else grade.run(args)
+    autograder = args.gradescope_autograder or args.visibility or args.full_mnist
+    return gradescope.command(args) if autograder else grade.run(args)
 
 
 def add_grade(commands):
     parser = add_command(commands, "grade", cmd_grade, "labkit grade submissions/ --out graded/ --jobs 2\n  "
-                         "labkit grade --gradescope-autograder autograder.zip --timeout 1200")
+                         "labkit grade --gradescope-autograder autograder.zip --timeout 180 --visibility after_published")
     parser.add_argument("submissions", nargs="?", metavar="SUBMISSIONS",
                         help="a folder with one notebook file or one folder per learner, or a Canvas "
                              "or Moodle bulk-download .zip (or its unpacked folder)")
@@ -451,12 +469,19 @@ def add_grade(commands):
                         help="instead of grading here, build Gradescope's autograder zip: it installs the kit's "
                              "pinned stack and grades each submission against --reference with --parameters, "
                              "--timeout, --cell-timeout and --max-tasks, one Gradescope test per check")
+    parser.add_argument("--visibility", metavar="WHEN",
+                        help="--gradescope-autograder: when learners see their results on Gradescope: visible "
+                             "(the default: at once), hidden, after_due_date or after_published")
+    parser.add_argument("--full-mnist", action="store_true",
+                        help="--gradescope-autograder: setup.sh caches full MNIST, and every notebook is graded on it "
+                             "(default: the 5,000-image subset the kit ships, which needs less memory)")
     parser.add_argument("--roster", metavar="FILE",
                         help="CSV of the class, a column id (or ID, as in Canvas's gradebook export) naming each "
                              "learner, optionally name (or Student): learners who handed in nothing get a row too")
     parser.add_argument("--export", choices=["canvas"],
-                        help="also write the learning platform's import file (canvas: DIR/canvas.csv for the "
-                             "gradebook's Import, a column per exercise and the total)")
+                        help="also write the learning platform's files (canvas: DIR/canvas.csv for the "
+                             "gradebook's Import, a column per exercise and the total; DIR/canvas-feedback.zip for "
+                             "Re-Upload Submissions, each notebook back with its learner's feedback)")
     parser.add_argument("--assignment", default="PS Lab exercises",
                         help="the gradebook column of --export that holds the total, as the platform names the "
                              "assignment (Canvas's own export says 'Name (id)') (default: %(default)s)")
@@ -497,6 +522,7 @@ def build_parser():
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    args.own_process = argv is None  # run as the `labkit` program, not called by another one
     try:
         args.run(args)
     except (tfconfig.TFConfigError, ValueError) as error:

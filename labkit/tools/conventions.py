@@ -14,7 +14,7 @@ LAYERS = [
     ("checks and benchmarks", ["checks", "bench", "fault_matrix"]),
     ("deployment", ["deploy"]),
     ("labs", ["compression", "staleness", "recovery", "faults", "allreduce", "embeddings"]),
-    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict", "over_seeds"]),
+    ("training core", ["train", "meter", "fit", "progress", "sharding", "traffic", "verdict"]),
     ("content", ["data", "pipelines", "models", "ratings"]),
     ("cluster", ["cluster", "registry"]),
     ("runtime", ["runtime"]),

@@ -1,12 +1,14 @@
 """``labkit doctor --workshop``: the pre-flight a room runs before a workshop.
 
-One line per item, PASS, WARN (works, with a limit worth knowing) or FAIL (fix it before
-the day), and last a real cluster of 1 worker and 1 parameter server that trains a few
-steps and stops. Each check is a function returning ``(status, detail)``, so a test can feed
+One line per item, PASS, WARN (works, with a limit worth knowing, or something to do that the line
+says), NOTE (nothing to judge here) or FAIL (fix it before the day), and last a real cluster of 1
+worker and 1 parameter server that trains a few steps and stops. docs/instructor-guide.md lists which
+WARN lines need action. Each check is a function returning ``(status, detail)``, so a test can feed
 it a wrong machine; ``workshop()`` runs them all and returns whether none failed.
 """
 import functools
 import json
+import math
 import os
 import platform
 import socket
@@ -30,6 +32,7 @@ THREE_HOUR_PLAN = ("00", "01", "02", "03", "ex1")  # docs/instructor-guide.md, "
 BROWSER_GIB = 1.0  # JupyterLab's tab and the browser around it, on top of the notebook's peak
 PORTS_NEEDED = 8
 JUPYTER_PORT = 8888
+KIT = Path(__file__).resolve().parents[2]
 
 
 def python_version(version=None):
@@ -62,8 +65,15 @@ def _installed(name):
 
 
 def keras_2(keras=None):
+    """tf.keras is Keras 2, as notebook 00's check ``checks.keras_2`` has it; ``keras``: labkit.versions()'s."""
     keras = keras or labkit.versions()["tf.keras"]
-    return (PASS if keras.startswith("Keras 2") else FAIL), keras
+    from labkit.checks import CheckFailed, keras_2 as is_keras_2
+
+    try:
+        is_keras_2(keras.removeprefix("Keras "))
+    except CheckFailed:
+        return FAIL, keras
+    return PASS, keras
 
 
 def cores(count=None):
@@ -145,19 +155,27 @@ def need(notebooks, setting, peaks=None, day=None):
     return day_mb, "the workshop day", day_is
 
 
-def memory(available_bytes=None, notebooks=THREE_HOUR_PLAN, peaks=None, mnist=None, day=None):
+def memory(available_bytes=None, notebooks=THREE_HOUR_PLAN, peaks=None, mnist=None, day=None, wsl=None):
     """Enough free memory for the notebooks of the day (``need``), with the MNIST the laptop will use
-    (``mnist``: a ``laptop_mnist()`` answer); FAIL below it."""
+    (``mnist``: a ``laptop_mnist()`` answer); FAIL below it. In WSL2 (``wsl``) the line also says what
+    ``memory=`` to give its VM in .wslconfig: the peak and a GiB for Linux and JupyterLab, rounded up."""
     available = (available_bytes if available_bytes is not None else psutil.virtual_memory().available) / 2**30
     setting, data = mnist or laptop_mnist()
     peak_mb, whose, what = need(notebooks, setting, peaks, day)
     peak = gibibytes(peak_mb)
     text = f"{available:.1f} GiB available; {whose} ({what}) needs {peak:.1f} GiB at its peak with {data}"
+    if in_wsl() if wsl is None else wsl:
+        text += f" (WSL2: memory={math.ceil(peak + BROWSER_GIB)}GB in .wslconfig gives its VM that and room for Linux)"
     if available < peak:
         return FAIL, f"{text}. Close other programs and kernels, {smaller_setting(setting, notebooks, peaks, day)}"
     if available < peak + BROWSER_GIB:
         return WARN, f"{text}, with less than {BROWSER_GIB:.0f} GiB left for the browser: close other programs."
     return PASS, text
+
+
+def in_wsl():
+    """True inside WSL2, whose Linux kernel names Microsoft in its release."""
+    return "microsoft" in platform.release().lower()
 
 
 def gibibytes(megabytes):
@@ -190,12 +208,60 @@ def free_ports(count=PORTS_NEEDED):
             listener.close()
 
 
-def jupyter_port(port=JUPYTER_PORT):
+def jupyter_port(port=JUPYTER_PORT, servers=None):
+    """Port 8888 free, or held by this kit's JupyterLab (``make lab`` running while the doctor runs in a
+    second terminal, as the pages say): both fine. Another Jupyter server or another program holding it is
+    a WARN: JupyterLab then opens on the next free port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         if probe.connect_ex(("127.0.0.1", port)) != 0:
             return PASS, f"port {port} is free for JupyterLab"
-    return WARN, (f"port {port} is taken, probably by a JupyterLab left running (`jupyter server list` "
-                  "shows it; stop it with `jupyter server stop 8888`). A new one would use the next free port.")
+    servers = running_jupyter_servers() if servers is None else servers
+    server = next((server for server in servers if server.get("port") == port), None)
+    if server is None:
+        return WARN, (f"port {port} is taken by a program that is not a Jupyter server: `make lab` opens JupyterLab "
+                      "on the next free port instead (the link it prints says which); nothing to fix.")
+    where = f"pid {server.get('pid')}, serving {server.get('root_dir')}"
+    if is_this_kits(server):
+        return PASS, f"port {port}: this kit's JupyterLab (`make lab`, {where}) is running: keep it open"
+    return WARN, (f"port {port}: another Jupyter server ({where}) holds it: a JupyterLab left running from "
+                  f"elsewhere? `jupyter server stop {port}` stops it; else `make lab` uses the next free port.")
+
+
+def running_jupyter_servers():
+    """The Jupyter servers this user runs, as their files in Jupyter's runtime folder describe them."""
+    from jupyter_server.serverapp import list_running_servers
+
+    return list(list_running_servers())
+
+
+def is_this_kits(server, kit=KIT, prefix=sys.prefix):
+    """True if ``server`` (a ``running_jupyter_servers()`` entry) is this kit's JupyterLab: serving its work/
+    folder, or run by its environment's Python."""
+    if Path(server.get("root_dir") or "/").resolve() == (kit / "work").resolve():
+        return True
+    try:
+        process = psutil.Process(server["pid"])
+        program = os.path.join(process.cwd(), process.cmdline()[0])  # the venv's python, as the jupyter script names it
+    except (psutil.Error, KeyError, IndexError):
+        return False
+    return Path(os.path.abspath(program)).is_relative_to(os.path.abspath(prefix))
+
+
+def kernel_launcher(name="pslab"):
+    """The kernel ``name`` that Jupyter finds first starts through the isolation launcher (``make kernel``).
+    A kernel of that name installed with ``--user`` (an old conda route) hides the kit's own."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+    from labkit.tools.kernelspec import LAUNCHER
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(name)
+    except NoSuchKernel:
+        return FAIL, f"no Jupyter kernel named {name!r}: run `make kernel` (`make lab` does it)."
+    if spec.argv[1:] == LAUNCHER:
+        return PASS, f"the {name!r} kernel starts through the isolation launcher ({spec.resource_dir})"
+    return WARN, (f"the {name!r} kernel Jupyter finds first ({spec.resource_dir}) starts without the isolation "
+                  f"launcher, so its clusters are never isolated: remove it (`jupyter kernelspec remove {name}`) "
+                  "and run `make kernel`.")
 
 
 def leftover_clusters(clusters=None):
@@ -269,7 +335,7 @@ def cluster_trains(steps_per_epoch=10, epochs=3):
 
 
 WORKSHOP_CHECKS = {"python": python_version, "packages": pinned_versions, "keras": keras_2, "cores": cores,
-                   "memory": memory, "ports": free_ports, "jupyter": jupyter_port,
+                   "memory": memory, "ports": free_ports, "jupyter": jupyter_port, "kernel": kernel_launcher,
                    "leftovers": leftover_clusters, "traffic": traffic_counters, "security": security,
                    "cluster": cluster_trains}
 

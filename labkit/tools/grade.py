@@ -10,12 +10,17 @@ every reference exercise (``gradebook.points_possible``: feedback.md and the exp
 notes (a timeout, a cell stopped at ``--cell-timeout``, a leftover process, a late or superseded file, a file
 that is not a notebook). ``DIR/notebooks.csv`` has one row per graded notebook (status, score, seconds, why
 it ended). ``DIR/<learner>/feedback.md`` gives the total, each exercise's score and each failing check's
-message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's gradebook import.
+message. ``--export canvas`` writes ``DIR/canvas.csv`` for Canvas's gradebook import, and
+``DIR/canvas-feedback.zip`` for its "Re-Upload Submissions": each graded notebook back under the name Canvas
+gave it, its learner's feedback in a first cell (Canvas attaches each file to that learner's submission).
 
 How the grader decides, and what it trusts:
 
-- The exercise is recognised by its cells' ids (the learner's notebook keeps those of
-  exercises/). Its *check cells* (the cells calling ``checklist.passed``) and its parameters
+- The exercise is recognised by its cells' ids: a notebook counts as an exercise when it keeps at least
+  half of that exercise's cell ids (``MATCH_SHARE``). JupyterLab keeps a cell's id through edits, saves,
+  moves and renames; cells copied or retyped into a new notebook get new ids. A notebook that keeps too
+  few is ``not recognised`` (its row says how many it kept), and the exercise its file name names (``ex3``)
+  says ``not recognised`` in grades.csv and feedback.md instead of ``not submitted``. Its *check cells* (the cells calling ``checklist.passed``) and its parameters
   cell are replaced by the reference's own, in place (a deleted one is put back), so that
   editing or deleting a check, or asking for other parameters, changes nothing. A check
   passes when the grader's own run of its cell raises nothing; the learner's
@@ -45,7 +50,8 @@ a notebook asking for 16 workers gets a ``TaskLimitError`` and the status ``refu
 in too big a cluster exits saying why.
 
 Statuses: ``ok`` (it ran; checks may still fail), ``timeout``, ``kernel died`` (the checks it had not
-reached fail), ``refused`` (not an exercise, or over the task limit), ``leaked processes`` (it ran, but
+reached fail), ``not recognised`` (too few of an exercise's cell ids), ``refused`` (over the task
+limit), ``leaked processes`` (it ran, but
 left processes that the grader killed), ``error`` (the file is not a readable notebook).
 """
 import copy
@@ -79,11 +85,13 @@ LEFTOVER_GRACE_SECONDS = 10.0  # tasks exit on their own when their kernel has g
 
 
 class SubmissionError(ValueError):
-    """A submission that cannot be graded; ``status`` says which kind ("error" or "refused")."""
+    """A submission that cannot be graded; ``status`` says which kind ("error" or "not recognised"), ``meant``
+    the exercise its file name names (its short name, "ex3"), if any."""
 
-    def __init__(self, message, status="error"):
+    def __init__(self, message, status="error", meant=""):
         super().__init__(message)
         self.status = status
+        self.meant = meant
 
 
 # ----- the reference exercises -----------------------------------------------------------
@@ -177,17 +185,26 @@ def read_notebook(path):
     return notebook
 
 
+MATCH_SHARE = 0.5  # of an exercise's cell ids that a submitted notebook must keep to count as that exercise
+
+
 def match_exercise(notebook, exercises_list, name):
-    """The exercise whose cell ids the submitted notebook shares most (at least half of them)."""
+    """The exercise whose cell ids the submitted notebook shares most (at least ``MATCH_SHARE`` of them);
+    else a SubmissionError "not recognised" that says how many it kept and why ids matter."""
     ids = {cell.get("id") for cell in notebook.cells}
-    shares = [(len(ids & {cell.id for cell in exercise.notebook.cells}) / len(exercise.notebook.cells), exercise)
-              for exercise in exercises_list]
-    share, exercise = max(shares, key=lambda pair: pair[0])
-    if share < 0.5:
-        raise SubmissionError(f"{name} is not one of the exercises ({', '.join(e.name for e in exercises_list)}): "
-                              "it has almost none of their cells. Submit the exercise notebook you worked in.",
-                              status="refused")
-    return exercise
+    shares = [(len(ids & {cell.id for cell in exercise.notebook.cells}), exercise) for exercise in exercises_list]
+    kept, exercise = max(shares, key=lambda pair: pair[0] / len(pair[1].notebook.cells))
+    if kept / len(exercise.notebook.cells) >= MATCH_SHARE:
+        return exercise
+    meant = next((other.short for other in exercises_list if re.search(rf"(?<![a-z0-9]){other.short}(?![0-9])",
+                                                                        name.lower())), "")
+    found = ("no shared cell ids with any exercise" if not kept else
+             f"it keeps {kept} of the {len(exercise.notebook.cells)} cell ids of {exercise.name}, and at least half are "
+             "needed")
+    raise SubmissionError(f"{name}: not recognised: {found} ({', '.join(e.name for e in exercises_list)}). The grader "
+                          "knows an exercise by its cells' ids, which JupyterLab keeps through edits and saves; cells "
+                          "copied or retyped into a new notebook get new ids. Hand in the exercise notebook you "
+                          "worked in (work/exercises/).", status=gradebook.NOT_RECOGNISED, meant=meant)
 
 
 def graded_notebook(submitted, exercise, parameters):
@@ -302,6 +319,12 @@ def grade(source, out_dir, reference=DEFAULT_REFERENCE, jobs=1, settings=None, r
                                  [sections[id(mine)] for mine in rows if mine["learner"] == row["learner"]])
     if export == "canvas":
         gradebook.write_canvas(table, learners, exercise_list, assignment, out_dir / "canvas.csv")
+        feedback_of = {row["learner"]: (_learner_folder(out_dir, row["learner"]) / "feedback.md").read_text()
+                       for row in table}
+        gradebook.write_canvas_feedback([(submission.path.name, notebook, feedback_of[submission.learner])
+                                         for submission, notebook, _ in chosen if notebook is not None
+                                         and submissions.CANVAS_NAME.match(submission.path.name)],
+                                        out_dir / "canvas-feedback.zip")
     print(f"graded {len(rows)} notebook(s) of {len(table)} learner(s): {out_dir / 'grades.csv'} (one row per "
           f"learner), {out_dir / 'notebooks.csv'}, feedback in {out_dir}/<learner>/feedback.md")
     return table, rows
@@ -355,9 +378,9 @@ def grade_submission(submission, submitted, exercise, folder, settings, kernel_p
     began = time.monotonic()
     folder.mkdir(parents=True)
     row = {"learner": submission.learner, "file": submission.original, "exercise": "", "status": "",
-           "score": 0, "max_score": 0, "seconds": 0.0, "detail": "", "messages": {}}
+           "score": 0, "max_score": 0, "seconds": 0.0, "detail": "", "messages": {}, "meant": ""}
     if isinstance(exercise, SubmissionError):
-        row.update(status=exercise.status, detail=str(exercise))
+        row.update(status=exercise.status, detail=str(exercise), meant=exercise.meant)
         return row, _feedback_section(row, None, {}, {})
     shutil.copy2(submission.path, folder / "submitted.ipynb")
     row.update(exercise=exercise.short, max_score=len(exercise.checks))
@@ -468,10 +491,7 @@ def stop_marked(token, worker, adopted=(), grace_seconds=LEFTOVER_GRACE_SECONDS)
     SIGTERM, then SIGKILL). Return "name (pid)" of those that had to be stopped and of those still running even
     then (never raised: the rest of the class goes on)."""
     def marked():
-        found = list(adopted)
-        for process in psutil.process_iter(["pid", "name", "environ"]):
-            if (process.info["environ"] or {}).get(RUN_MARKER) == token:
-                found.append(process)
+        found = [*adopted, *processes.carrying(RUN_MARKER, lambda value: value == token)]
         try:
             found += [worker, *worker.children(recursive=True)] if worker.is_running() else []
         except psutil.NoSuchProcess:

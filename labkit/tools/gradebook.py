@@ -2,11 +2,16 @@
 
 grades.csv has one row per learner, notebooks.csv one row per graded notebook; ``--export canvas``
 adds the learning platform's import file."""
+import copy
 import csv
+import zipfile
+
+import nbformat
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]  # Canvas's gradebook import
 CANVAS_POINTS = "    Points Possible"  # the Student cell of the row under the header, as Canvas's export spells it
 NOT_SUBMITTED = "not submitted"
+NOT_RECOGNISED = "not recognised"  # handed in, but keeping too few of the exercise's cell ids (grade.match_exercise)
 
 
 def write_notebooks(rows, exercise_list, path):
@@ -30,12 +35,14 @@ def learner_rows(learners, rows, notes, exercise_list):
     table = []
     for learner in sorted(learners.values(), key=lambda learner: learner.id):
         graded = {row["exercise"]: row for row in rows if row["learner"] == learner.id and row["exercise"]}
+        unrecognised = {row["meant"] for row in rows if row["learner"] == learner.id and row["status"] == NOT_RECOGNISED}
         row = {"learner": learner.id, "name": learner.name, "total": 0, "max_total": points_possible(exercise_list)}
         for exercise in exercise_list:
             mine = graded.get(exercise.short)
             row[exercise.short] = mine["score"] if mine else 0
             row["total"] += row[exercise.short]
-            row.update({column: mine.get(column, "") if mine else NOT_SUBMITTED for column in exercise.columns})
+            missing = NOT_RECOGNISED if exercise.short in unrecognised else NOT_SUBMITTED
+            row.update({column: mine.get(column, "") if mine else missing for column in exercise.columns})
         row["notes"] = "; ".join(notes.get(learner.id, []))
         table.append(row)
     return table, ["learner", "name", "total", "max_total"] + [
@@ -63,14 +70,26 @@ def write_canvas(table, learners, exercise_list, assignment, path):
     _write_csv(path, columns, rows)
 
 
+def write_canvas_feedback(handed_back, path):
+    """The zip for Canvas's "Re-Upload Submissions": for each (Canvas's file name, the learner's notebook, their
+    feedback.md text), the notebook under that same name with the feedback as its first cell. Canvas reads the
+    learner and the submitted file from the name, and attaches the file to that submission as a comment."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, notebook, feedback in handed_back:
+            returned = copy.deepcopy(notebook)
+            returned.cells.insert(0, nbformat.v4.new_markdown_cell(feedback))
+            archive.writestr(name, nbformat.writes(returned))
+
+
 def write_feedback(path, learner, row, exercise_list, sections):
     """The learner's feedback.md: their total and what it adds up, the notes, then one section per graded notebook."""
     lines = [f"# Feedback for {learner.name or learner.id}", "",
              f"Total: **{row['total']}** of {row['max_total']} checks passed (one point per check):", ""]
     for exercise in exercise_list:
-        handed_in = any(row[column] != NOT_SUBMITTED for column in exercise.columns)
+        states = {row[column] for column in exercise.columns}
+        missing = next((state for state in (NOT_SUBMITTED, NOT_RECOGNISED) if states == {state}), None)
         lines.append(f"- Exercise {exercise.short[2:]}: {row[exercise.short]} of {len(exercise.checks)}"
-                     + ("" if handed_in else f" ({NOT_SUBMITTED})"))
+                     + (f" ({missing}{': see below' if missing == NOT_RECOGNISED else ''})" if missing else ""))
     lines.append("")
     if row["notes"]:
         lines += [f"- {note}" for note in row["notes"].split("; ")] + [""]

@@ -16,6 +16,7 @@ on this machine).
 import argparse
 import dataclasses
 import json
+import math
 import shutil
 import tempfile
 import time
@@ -25,10 +26,11 @@ from pathlib import Path
 from labkit.tools import grade, gradebook
 
 KIT = Path(__file__).resolve().parents[2]
-KIT_FILES = ("pyproject.toml", "README.md", "Makefile", "scripts/find_python.sh")
+KIT_FILES = ("pyproject.toml", "README.md", "Makefile", "scripts/find_python.sh", "scripts/wheelhouse.py",
+             "scripts/check_platforms.py", "jupyterlab/overrides.json")  # what `make install` reads
 SETTINGS_FILE = "grading.json"  # in the zip: the Settings that `labkit grade` would use
 LEARNER = "submission"  # the learner's id in the grading: Gradescope grades one at a time
-VISIBILITY = "visible"
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")  # Gradescope's values, for every test
 EXECUTABLE = 0o100755 << 16  # a zip entry's external attributes: a regular file, rwxr-xr-x
 
 SETUP = """#!/usr/bin/env bash
@@ -44,6 +46,8 @@ if ! sh scripts/find_python.sh > /dev/null; then  # Ubuntu 22.04's python3 is 3.
 fi
 make install
 """
+FULL_MNIST = """.venv/bin/labkit data download  # --full-mnist: each graded run gets a copy of full MNIST in its own HOME
+"""
 
 RUN = """#!/usr/bin/env bash
 # Gradescope runs this for each submission: grade ROOT/submission, write ROOT/results/results.json.
@@ -56,9 +60,13 @@ exec .venv/bin/python -m labkit.tools.gradescope "$root"
 
 
 # ----- building the zip (on the instructor's machine) -------------------------------------------
-def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
-    """Write the autograder zip to ``out``: the scripts, the kit, ``reference``'s exercises and ``settings``."""
+def build(out, reference=grade.DEFAULT_REFERENCE, settings=None, visibility="visible", full_mnist=False):
+    """Write the autograder zip to ``out``: the scripts, the kit, ``reference``'s exercises, ``settings``, when
+    learners see their results (``visibility``, one of Gradescope's ``VISIBILITIES``) and whether setup.sh caches
+    full MNIST (``full_mnist``; else every notebook is graded on the 5,000-image subset)."""
     out, settings = Path(out), settings or grade.Settings()
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"--visibility {visibility}: Gradescope knows {', '.join(VISIBILITIES)}.")
     if out.suffix != ".zip":
         raise ValueError(f"--gradescope-autograder {out}: name a .zip file (Gradescope takes a .zip).")
     missing = [name for name in KIT_FILES if not (KIT / name).is_file()]
@@ -67,9 +75,10 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
                          "from the kit's clone, where `make install` ran.")
     exercise_list = grade.load_exercises(reference)  # a reference that is not exercises fails here, not on Gradescope
     config = {name: value for name, value in dataclasses.asdict(settings).items() if name != "kernel"}
+    config["visibility"] = visibility
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN)):
+        for name, text in (("setup.sh", SETUP + (FULL_MNIST if full_mnist else "")), ("run_autograder", RUN)):
             entry = zipfile.ZipInfo(name, time.localtime()[:6])
             entry.external_attr = EXECUTABLE
             archive.writestr(entry, text, zipfile.ZIP_DEFLATED)
@@ -82,27 +91,77 @@ def build(out, reference=grade.DEFAULT_REFERENCE, settings=None):
             archive.write(Path(reference) / f"{exercise.name}.ipynb", f"exercises/{exercise.name}.ipynb")
         archive.writestr(SETTINGS_FILE, json.dumps(config, indent=1))
     print(f"{out}: a Gradescope autograder for {', '.join(exercise.name for exercise in exercise_list)} "
-          f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points). Upload it "
-          "as the assignment's autograder zip, on an Ubuntu base image.")
+          f"({gradebook.points_possible(exercise_list)} checks, one point each: the assignment's points), graded on "
+          f"{'full MNIST' if full_mnist else 'the 5,000-image MNIST subset (--full-mnist: full MNIST)'}, results "
+          f"{visibility.replace('_', ' ')}. Upload it as the assignment's autograder zip, on an Ubuntu 22.04 or 24.04 "
+          "base image, and set its Autograder Settings: " + settings_advice(exercise_list, settings, full_mnist))
     return out
 
 
+def settings_advice(exercise_list, settings, full_mnist):
+    """The sentence on the container's CPUs, memory and timeouts, from ``container_needs``."""
+    try:
+        needs = container_needs([exercise.name for exercise in exercise_list], full_mnist)
+    except ValueError as error:
+        return f"not measured here ({error}), so the CPUs, memory and timeout are yours to choose."
+    return (f"{needs['cpus']} CPUs, memory at least {needs['memory_gb']} GB (the largest peak of these exercises' "
+            f"solutions, {needs['peak_gb']:.1f} GB, and {GRADER_GB} GB for the grader), a timeout of at least "
+            f"{needs['timeout_minutes']} minutes ({TIME_MARGIN} times their {needs['measured_minutes']:.1f} minutes "
+            f"on 2 cores, and {START_MINUTES} for the autograder's start), as docs/measurements.md measured them. "
+            f"Each notebook stops at --timeout {settings.timeout:g} s"
+            + (f": lower it to about {needs['notebook_seconds']} s ({TIME_MARGIN} times the longest) so that one "
+               "hung notebook cannot use the assignment's whole timeout." if settings.timeout > needs['notebook_seconds']
+               else "."))
+
+
+GRADER_GB = 1  # the grader's own processes (run_autograder, its worker, the kernel launcher) beside the notebook's
+TIME_MARGIN = 4  # Gradescope's CPUs are slower and shared; a kernel and a cluster start for every notebook
+START_MINUTES = 1  # run_autograder's own start and the feedback it writes
+
+
+def container_needs(names, full_mnist=False, table=None):
+    """What Gradescope's container needs to grade the exercises ``names`` (notebook stems), from their solutions'
+    measured runs (labkit/tools/notebook_peaks.json, written with docs/measurements.md) in the setting graded:
+    CPUs, memory, the assignment's timeout, and a notebook's own."""
+    from labkit.tools import doctor
+
+    table = table if table is not None else json.loads(doctor.PEAKS_TABLE.read_text())["notebooks"]
+    setting = doctor.FULL_SIZE if full_mnist else doctor.SMALL_LAPTOP
+    _, peak_mb = doctor.largest_peak(names, table, setting)
+    runs = [table[name] if full_mnist else table[name][doctor.SMALL_LAPTOP] for name in names]
+    measured = [run.get("minutes", table[name]["minutes"]) for name, run in zip(names, runs)]
+    return {"cpus": 2, "peak_gb": peak_mb / 1000, "memory_gb": math.ceil(peak_mb / 1000 + GRADER_GB),
+            "measured_minutes": sum(measured), "timeout_minutes": math.ceil(sum(measured) * TIME_MARGIN + START_MINUTES),
+            "notebook_seconds": math.ceil(max(measured) * 60 * TIME_MARGIN)}
+
+
 # ----- grading one submission (on Gradescope) ------------------------------------------------------
-def results(exercise_list, notebooks, feedback, seconds):
-    """Gradescope's results.json: one test per check of every exercise, the total, ``feedback`` as the output."""
+def results(exercise_list, notebooks, feedback, seconds, visibility="visible"):
+    """Gradescope's results.json: one test per check of every exercise, the total, ``feedback`` as the output.
+    An exercise whose notebook was handed in but not recognised (too few of its cell ids) says so, not
+    "not submitted"."""
     graded = {row["exercise"]: row for row in notebooks if row["exercise"]}
+    unrecognised = [row for row in notebooks if row["status"] == gradebook.NOT_RECOGNISED]
+    strays = ", ".join(row["file"] for row in unrecognised if not row["meant"])
     tests = []
     for exercise in exercise_list:
         row = graded.get(exercise.short)
+        meant = [mine for mine in unrecognised if mine["meant"] == exercise.short]
         for check in exercise.checks:
             column = f"{exercise.short}: {check.name}"
-            state = row[column] if row else gradebook.NOT_SUBMITTED
-            message = row["messages"][check.name] if row else f"upload {exercise.name}.ipynb to be graded on it"
+            if row:
+                state, message = row[column], row["messages"][check.name]
+            elif meant:
+                state, message = gradebook.NOT_RECOGNISED, meant[-1]["detail"]
+            else:
+                state = gradebook.NOT_SUBMITTED
+                message = f"upload {exercise.name}.ipynb to be graded on it" + (
+                    f" ({strays}: not recognised as any exercise, see the feedback)" if strays else "")
             tests.append({"name": column, "score": int(state == "passed"), "max_score": 1,
                           "status": "passed" if state == "passed" else "failed",
-                          "output": f"{state}: {message}" if message else state, "visibility": VISIBILITY})
+                          "output": f"{state}: {message}" if message else state, "visibility": visibility})
     return {"score": sum(test["score"] for test in tests), "execution_time": round(seconds),
-            "output": feedback, "output_format": "md", "visibility": VISIBILITY, "tests": tests}
+            "output": feedback, "output_format": "md", "visibility": visibility, "tests": tests}
 
 
 def run(root):
@@ -110,14 +169,16 @@ def run(root):
     began = time.monotonic()
     root = Path(root)
     source = root / "source"
-    settings = grade.Settings(**json.loads((source / SETTINGS_FILE).read_text()))
+    config = json.loads((source / SETTINGS_FILE).read_text())
+    visibility = config.pop("visibility", "visible")
+    settings = grade.Settings(**config)
     exercise_list = grade.load_exercises(source / "exercises")
     with tempfile.TemporaryDirectory(prefix="labkit-gradescope-") as work:
         handed_in = Path(work) / "submissions" / LEARNER
         shutil.copytree(root / "submission", handed_in)
         _, notebooks = grade.grade(handed_in.parent, Path(work) / "graded", source / "exercises", settings=settings)
         feedback = (Path(work) / "graded" / LEARNER / "feedback.md").read_text()
-    report = results(exercise_list, notebooks, feedback, time.monotonic() - began)
+    report = results(exercise_list, notebooks, feedback, time.monotonic() - began, visibility)
     (root / "results").mkdir(exist_ok=True)
     (root / "results" / "results.json").write_text(json.dumps(report, indent=1))
     print(f"score {report['score']} of {len(report['tests'])}: {root / 'results' / 'results.json'}")
@@ -128,10 +189,14 @@ def command(args):
     """``labkit grade --gradescope-autograder OUT.zip``, refusing the options that only grading here takes."""
     given = [flag for flag, value in (("SUBMISSIONS", args.submissions), ("--out", args.out),
                                       ("--roster", args.roster), ("--export", args.export)) if value]
+    if not args.gradescope_autograder:
+        raise ValueError("--visibility and --full-mnist set up the Gradescope autograder: use them with "
+                         "--gradescope-autograder OUT.zip.")
     if given:
         raise ValueError(f"--gradescope-autograder builds the autograder that Gradescope runs on each submission; "
                          f"it grades nothing here: leave out {', '.join(given)}.")
-    return build(args.gradescope_autograder, args.reference or grade.DEFAULT_REFERENCE, grade.settings_from(args))
+    return build(args.gradescope_autograder, args.reference or grade.DEFAULT_REFERENCE, grade.settings_from(args),
+                 args.visibility or "visible", args.full_mnist)
 
 
 def main(argv=None):

@@ -36,6 +36,7 @@ OTHER_FOLDERS = [
     ("solutions/", "the exercise notebooks with their solutions"),
     ("tests/", "one module per labkit module, check module or notebook, tiers as above; support/, what they share:"),
     ("docs/", "these pages; cli.md and measurements.md are generated"),
+    ("jupyterlab/", "overrides.json: the lab settings `make install` gives every learner (no news question)"),
     ("Dockerfile", "the image `labkit export --k8s` and `--tfjob` run"),
 ]
 

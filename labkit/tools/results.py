@@ -38,7 +38,7 @@ def record(results_dir, **values) -> dict:
 def record_verdicts(results_dir, verdicts) -> list[dict]:
     """Check each of ``verdicts`` (``labkit.verdict.Verdict``s, or their records) and, if ``results_dir`` is
     given, add them to the "verdicts" list of its ``results.json`` (one replaces an earlier one of its name);
-    return their records."""
+    return their records. Each must be corrected for at least as many comparisons as are recorded."""
     records = [verdict.check_record(dict(found)) if isinstance(found, dict) else found.record() for found in verdicts]
     names = [found["name"] for found in records]
     if len(set(names)) != len(names):
@@ -46,8 +46,19 @@ def record_verdicts(results_dir, verdicts) -> list[dict]:
 
     def added(recorded):
         kept = [found for found in recorded.get(VERDICTS, []) if found["name"] not in names]
-        return recorded | {VERDICTS: kept + records}
+        return recorded | {VERDICTS: _corrected_for_all(kept + records)}
+    _corrected_for_all(records)
     _write(results_dir, added)
+    return records
+
+
+def _corrected_for_all(records):
+    """``records``, unless one is corrected for fewer comparisons than there are records (Bonferroni)."""
+    short = [found["name"] for found in records if found.get("comparisons", 1) < len(records)]
+    if short:
+        raise ValueError(f"{len(records)} verdicts are recorded, but {', '.join(short)} "
+                         f"{'is' if len(short) == 1 else 'are'} corrected for fewer comparisons: make each with "
+                         f"comparisons={len(records)} (or more), the number of comparisons the notebook concludes.")
     return records
 
 

@@ -129,7 +129,8 @@ def say_verdicts(across, runs) -> str:
     """Which verdicts held over ``runs`` successful runs and which did not, in two lines."""
     def counted(counts):
         missing = runs - sum(counts.values())
-        return ", ".join(f"{found} {count}" for found, count in counts.items()) + (f", not recorded {missing}" if missing else "")
+        said = ", ".join(f"{found} {count}" for found, count in counts.items())
+        return said + (f", not recorded {missing}" if missing else "")
     kept = [f"{name} ({next(iter(counts))})" for name, counts in across.items() if held(counts, runs)]
     varied = [f"{name} ({counted(counts)})" for name, counts in across.items() if not held(counts, runs)]
     return (f"verdicts held in all {runs} successful runs: {', '.join(kept) or 'none'}\n"

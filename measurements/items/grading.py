@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 from measurements.items import Run
-from measurements.records import ROOT, gigabytes, measured_at, minutes
+from measurements.records import ROOT, gigabytes, measured_at, minutes, titled
 
 # Per learner, what each exercise (in the order of solutions/) is; FLAGS are the options the class is graded with.
 GRADED_CLASS = {"learner1": ["solution"] * 5, "learner2": ["solution"] * 5, "learner3": ["solution"] * 5,
@@ -52,19 +52,20 @@ def result(run, folder):
 
 
 def section(recorded):
-    lines = ["## Grading a class", ""]
-    if "grading" not in recorded:
-        return lines + ["Not measured yet.", ""]
-    graded = recorded["grading"]["result"]
+    return titled("Grading a class", recorded.get("grading"), class_graded)
+
+
+def class_graded(record):
+    graded = record["result"]
     flags = " ".join(f"--{name.replace('_', '-')} {value:g}" for name, value in graded["flags"].items())
-    lines += [f"`labkit grade --jobs {graded['jobs']} {flags}` over a class of {graded['notebooks']} notebooks: "
-              f"{graded['learners']} learners,",
-              "each handing in every exercise, built by `measurements/items/grading.py` from `solutions/` and `exercises/`",
-              f"as the first column says; every exercise at its defaults ({measured_at(recorded['grading'])}).", "",
-              f"**{minutes(graded['seconds'])}** for the class; at its peak {gigabytes(graded['peak_pss_mb'])} of memory "
-              f"(PSS of every grader worker, kernel and task; {gigabytes(graded['peak_alone_mb'])} alone).", "",
-              "| handed in | notebooks | status | checks passed | seconds each (median, longest) |",
-              "|---|---|---|---|---|"]
+    lines = [f"`labkit grade --jobs {graded['jobs']} {flags}` over a class of {graded['notebooks']} notebooks: "
+             f"{graded['learners']} learners,",
+             "each handing in every exercise, built by `measurements/items/grading.py` from `solutions/` and `exercises/`",
+             f"as the first column says; every exercise at its defaults ({measured_at(record)}).", "",
+             f"**{minutes(graded['seconds'])}** for the class; at its peak {gigabytes(graded['peak_pss_mb'])} of memory "
+             f"(PSS of every grader worker, kernel and task; {gigabytes(graded['peak_alone_mb'])} alone).", "",
+             "| handed in | notebooks | status | checks passed | seconds each (median, longest) |",
+             "|---|---|---|---|---|"]
     for kind, seen in graded["kinds"].items():
         statuses = ", ".join(f"{status} ({count})" for status, count in seen["statuses"].items())
         passed = f"{seen['score']} of {seen['max_score']}" if seen["max_score"] else "none graded"

@@ -16,6 +16,9 @@ SMALL_LAPTOP_PREFIX = "small-laptop-"
 SWEEP_COLUMNS = ("point", "status", "error", "seconds", "peak_pss_mb", "peak_rss_mb", "peak_alone_mb", "largest_tasks")
 # A time note: the last line of the markdown cell right before a long code cell, which it times.
 TIME_NOTE = re.compile(r"\*Next cell: [^*]+\*")
+# Results that depend on what a model learnt: not shown for a run on the timing stand-in, whose accuracies mean nothing.
+LEARNT = re.compile(r"accuracy|to_target|diverged|^verdict_")
+STAND_IN = "timing-standin"
 LONG_CELL_SECONDS = 20  # a code cell that runs longer says so first, in a time note
 
 
@@ -90,14 +93,19 @@ def row(name, stem, recorded):
 
 
 def defaults_section(folder, title, recorded):
+    paths = sorted((ROOT / folder).glob("*.ipynb"))
+    stand_in = [path.stem for path in paths if recorded.get(path.stem, {}).get("log", {}).get("mnist_source") == STAND_IN]
     lines = [f"## {title}", "",
              "`labkit sweep NOTEBOOK` with no parameters: wall time of the whole notebook (papermill) and the",
-             "results the notebook records; peak memory as explained under \"Memory\" below.", "", *table()]
+             "results the notebook records; peak memory as explained under \"Memory\" below."
+             + (" Runs on the timing stand-in leave out what depends on what the model learnt (accuracies, steps to "
+                "a target accuracy, verdicts on them): the stand-in's accuracies mean nothing." if stand_in else ""),
+             "", *table()]
     details = []
-    for path in sorted((ROOT / folder).glob("*.ipynb")):
+    for path in paths:
         lines.append(row(path.stem, path.stem, recorded))
         kept = {key: value for key, value in recorded.get(path.stem, {}).get("result", {}).get("results", {}).items()
-                if value not in (None, "")}
+                if value not in (None, "") and not (path.stem in stand_in and LEARNT.search(key))}
         if kept:
             details += [f"### `{path.stem}`", "", "| result | value |", "|---|---|"]
             details += [f"| `{key}` | {value} |" for key, value in kept.items()] + [""]

@@ -1,8 +1,7 @@
 """Cluster start-up against a bare `import tensorflow` (`labkit bench startup`); its record names the machine too."""
-import json
 
 from measurements.items import LABKIT, Run
-from measurements.records import measured_at
+from measurements.records import json_file, measured_at, titled
 
 
 def runs():
@@ -10,19 +9,18 @@ def runs():
 
 
 def result(run, folder):
-    path = folder / "startup.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return json_file(folder / "startup.json")
 
 
 def section(recorded):
-    lines = ["## Cluster start-up (`labkit bench startup`)", ""]
-    if "startup" not in recorded:
-        return lines + ["Not measured yet.", ""]
-    startup = recorded["startup"]["result"]
+    return titled("Cluster start-up (`labkit bench startup`)", recorded.get("startup"), timings)
+
+
+def timings(record):
+    startup = record["result"]
     shape = f"{startup['num_workers']} workers + {startup['num_ps']} ps, started in parallel"
-    return lines + [f"Median of {startup['repeats']} rounds, the two timings alternating "
-                    f"({measured_at(recorded['startup'])}).", "",
-                    "| what | seconds |", "|---|---|",
-                    f"| bare `python -c \"import tensorflow\"` | {startup['import_tensorflow_s']:.2f} |",
-                    f"| cluster start-to-ready, {shape} | {startup['cluster_ready_s']:.2f} |",
-                    f"| ratio, start-to-ready ÷ bare import | {startup['ratio']:.2f} |", ""]
+    return [f"Median of {startup['repeats']} rounds, the two timings alternating ({measured_at(record)}).", "",
+            "| what | seconds |", "|---|---|",
+            f"| bare `python -c \"import tensorflow\"` | {startup['import_tensorflow_s']:.2f} |",
+            f"| cluster start-to-ready, {shape} | {startup['cluster_ready_s']:.2f} |",
+            f"| ratio, start-to-ready ÷ bare import | {startup['ratio']:.2f} |", ""]

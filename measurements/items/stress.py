@@ -1,9 +1,8 @@
 """The fault matrix (`scripts/stress_faults.py`): each kind of failure ROUNDS times, and how many rounds failed."""
-import json
 import sys
 
 from measurements.items import SMALL_LAPTOP, Run
-from measurements.records import ROOT, measured_at
+from measurements.records import ROOT, json_file, measured_at, titled
 
 ROUNDS = 20  # of each kind; they train on the offline subset
 
@@ -14,17 +13,17 @@ def runs():
 
 
 def result(run, folder):
-    path = folder / "stress.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return json_file(folder / "stress.json")
 
 
 def section(recorded):
-    lines = ["## Fault matrix (`scripts/stress_faults.py`)", ""]
-    if "stress" not in recorded:
-        return lines + ["Not measured yet.", ""]
-    counts = recorded["stress"]["result"]
-    return lines + [f"Each kind of failure {counts['rounds']} times, each round on a cluster of 2 workers and 1 PS "
-                    f"({measured_at(recorded['stress'])}); a round fails if it raises, its process dies, or it does not",
-                    "finish its steps with one recovery per PS failure from the checkpoint before it and every task alive.", "",
-                    "| kind | failed rounds |", "|---|---|",
-                    *[f"| {kind} | {failed} of {counts['rounds']} |" for kind, failed in counts["failed"].items()], ""]
+    return titled("Fault matrix (`scripts/stress_faults.py`)", recorded.get("stress"), failed_rounds)
+
+
+def failed_rounds(record):
+    counts = record["result"]
+    return [f"Each kind of failure {counts['rounds']} times, each round on a cluster of 2 workers and 1 PS "
+            f"({measured_at(record)}); a round fails if it raises, its process dies, or it does not",
+            "finish its steps with one recovery per PS failure from the checkpoint before it and every task alive.", "",
+            "| kind | failed rounds |", "|---|---|",
+            *[f"| {kind} | {failed} of {counts['rounds']} |" for kind, failed in counts["failed"].items()], ""]

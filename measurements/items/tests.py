@@ -3,7 +3,7 @@ import json
 import tomllib
 
 from measurements.items import AS_CI, Run
-from measurements.records import ROOT, measured_at, minutes
+from measurements.records import ROOT, measured_at, minutes, titled
 
 # The pytest calls, by the file tests/support/tier_times.py writes for each: (its name, how the page names it).
 CALLS = [("unit", "`make test-fast`"), ("all", "`make test`")]
@@ -32,11 +32,12 @@ def tier_cell(times):
 
 
 def section(recorded):
-    lines = ["## Tests (`make test-fast`, `make test`)", ""]
-    if "tests" not in recorded:
-        return lines + ["Not measured yet.", ""]
-    calls = recorded["tests"]["result"]
-    lines += [f"As CI runs them ({measured_at(recorded['tests'])}). A tier's time is its tests' setup, call and teardown",
+    return titled("Tests (`make test-fast`, `make test`)", recorded.get("tests"), test_times)
+
+
+def test_times(record):
+    calls = record["result"]
+    lines = [f"As CI runs them ({measured_at(record)}). A tier's time is its tests' setup, call and teardown",
               "seconds added up over the pytest-xdist workers, so with 2 workers a call's tiers add up to about",
               "twice its wall time.", "",
               "| pytest call | wall time | " + " | ".join(TIERS) + " |", "|---|---|" + "---|" * len(TIERS)]

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 
 from measurements.items import SMALL_LAPTOP, Run
-from measurements.records import ROOT, gigabytes, largest_tasks, measured_at, minutes, tasks
+from measurements.records import json_file, ROOT, gigabytes, largest_tasks, measured_at, minutes, tasks
 
 # docs/instructor-guide.md, "A three-hour workshop": at the break before notebook 03 everyone shuts down
 # the kernels open until then; every other kernel stays open after its notebook, as learners leave them.
@@ -34,8 +34,7 @@ def runs():
 
 
 def result(run, folder):
-    path = folder / "day.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return json_file(folder / "day.json")
 
 
 def section(recorded):
@@ -122,10 +121,10 @@ class JupyterServer:
         self.sessions = {}  # notebook -> session id
 
     def __enter__(self):
+        from labkit.tools import lab
+
         env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(self.runtime))
-        command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
-                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-                   *(["--allow-root"] if os.getuid() == 0 else [])]
+        command = lab.command(self.root, self.port, self.token, open_browser=False)
         self.log = open(self.root / "jupyter.log", "w")
         self.process = subprocess.Popen(command, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120

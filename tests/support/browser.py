@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from labkit.cluster import pick_port
 from labkit.runtime import processes
+from labkit.tools import lab as jupyter_lab
 from support.smoke import figure_cells
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -36,22 +36,18 @@ def lab(tmp_path):
     """
     root = tmp_path / "root"
     root.mkdir()
-    # Lab settings and workspaces of this run only (a learner's saved layout must not leak in),
-    # no news (its toast would cover the page, and fetching it calls the network), and every
-    # cell rendered, not only those scrolled into view, so the page holds all outputs.
+    # Lab settings and workspaces of this run only (a learner's saved layout must not leak in), and every
+    # cell rendered, not only those scrolled into view, so the page holds all outputs. No news question:
+    # the kit's own settings (jupyterlab/overrides.json, which `make install` installs) answer it.
     settings = tmp_path / "lab-settings"
-    for extension, setting in [("apputils-extension/notification", '{"fetchNews": "false"}'),
-                               ("notebook-extension/tracker", '{"windowingMode": "none"}')]:
+    for extension, setting in [("notebook-extension/tracker", '{"windowingMode": "none"}')]:
         path = settings / "@jupyterlab" / f"{extension}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(setting)
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"))
     port = pick_port()
-    command = [str(Path(sys.executable).parent / "jupyter"), "lab", "--ip=127.0.0.1", f"--port={port}",
-               "--no-browser", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
-    if os.getuid() == 0:
-        command.append("--allow-root")
+    command = jupyter_lab.command(root, port, open_browser=False)
     log_path = tmp_path / "jupyter.log"
     with open(log_path, "w") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
@@ -105,7 +101,7 @@ def wait_for_token(log_path, port, server, timeout=180.0):
     def token():
         if server.poll() is not None:
             raise AssertionError(f"JupyterLab exited with code {server.returncode}; its log:\n{log_path.read_text()}")
-        return re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=(\w+)", log_path.read_text())
+        return re.search(rf"http://127\.0\.0\.1:{port}/lab[^?\s]*\?token=(\w+)", log_path.read_text())
 
     return processes.wait_until(token, timeout, "JupyterLab to serve", error=lambda message: AssertionError(
         f"{message}; its log:\n{log_path.read_text()}")).group(1)

@@ -27,22 +27,16 @@ ORPHAN_MESSAGE = "task processes outlived the test that started them"
 ORPHAN_GRACE_SECONDS = 15.0  # how long a module's task processes may take to exit after it
 
 
-def started_by_this_run(process):
-    try:
-        return process.environ().get(RUN_MARK[0]) == RUN_MARK[1]
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return False
-
-
 def processes_running(marker):
     """Live processes started by this test run whose command line has an argument ending in ``marker``."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        cmdline = process.info["cmdline"] or []
-        if (any(part.endswith(marker) for part in cmdline) and processes.running(process.pid)
-                and started_by_this_run(process)):
-            found.append(process)
-    return found
+    def named(process):
+        try:
+            return any(part.endswith(marker) for part in process.cmdline())
+        except psutil.Error:
+            return False
+
+    return [process for process in processes.carrying(RUN_MARK[0], lambda value: value == RUN_MARK[1])
+            if named(process)]
 
 
 def task_processes():

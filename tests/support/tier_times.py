@@ -1,7 +1,7 @@
 """The test tiers, and how long each took in a pytest call: for docs/measurements.md's test times.
 
-The tiers are the markers pyproject.toml lists for pytest before its first non-tier marker; a test's tier is
-the tier marker closest to it (its own, else its class's or module's), `unit` where it has none.
+The tiers are the markers pyproject.toml lists for pytest (it lists no other); a test carries one, on itself, its
+class or its module, or none: then it is a `unit` test.
 With LABKIT_TEST_TIMES_DIR set, a pytest call sums each test's setup, call and teardown seconds by
 tier and writes them, with the call's wall time, to <that directory>/<marker expression, or "all">.json
 (`make measurements` runs ``make test-fast`` and ``make test`` so). Under pytest-xdist the controlling
@@ -22,8 +22,11 @@ TIERS = tuple(marker.split(":")[0] for marker in
 
 
 def tier(markers):
-    """The tier among ``markers`` (a test's, closest first), else `unit`."""
-    return next((marker for marker in markers if marker in TIERS), "unit")
+    """The one tier among the names of a test's ``markers``, `unit` where there is none; ValueError if two."""
+    marked = set(markers) & set(TIERS)
+    if len(marked) > 1:
+        raise ValueError(f"it has the tier markers {sorted(marked)}: give it one")
+    return marked.pop() if marked else "unit"
 
 
 class TierTimes:
