@@ -297,7 +297,7 @@ def refuse_over_budget(what, predicted_mb, budget_mb, available_mb=None):
                                 f"than the {available_mb:,.0f} MB this machine has available now.")
 
 
-# ----- synthetic load: the memory sweep, the traffic and hot-key experiments -------------------------
+# ----- synthetic load: tables added for memory, the traffic and hot-key experiments -------------------------
 def draw_items(rows, count, zipf_exponent=0.0, seed=None):
     """``count`` item ids of ``rows`` items: drawn alike (exponent 0), or item k about (k + 1) ** -zipf_exponent
     as often as item 0, by inverting the continuous power law. Eagerly (``seed``: a pair of ints, the same
@@ -316,7 +316,7 @@ def draw_items(rows, count, zipf_exponent=0.0, seed=None):
 class TableLoad:
     """A ``recommender`` with an item table of ``rows`` rows of ``dim`` floats, trained ``steps`` steps on
     ``ids_per_batch`` item ids that each step draws itself (``draw_items``), all rated 0 by user 0: a load
-    whose only variety is which rows it touches. A memory sweep adds one after another."""
+    whose only variety is which rows it touches. The memory run adds one after another."""
 
     rows: int
     num_workers: int = 2

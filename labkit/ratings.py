@@ -1,7 +1,7 @@
 """Ratings for the recommendation lab: users rate items, a few items are very popular, most are rare.
 
-``planted_ratings`` makes them from a known model, so a check can say how close a trained model gets
-to the best possible: each user and item has ``factors`` hidden tastes, each item a hidden bias, and
+``planted_ratings`` makes them from a known model (``Tastes``), so a check can say how close a trained model
+gets to the best possible: each user and item has ``factors`` hidden tastes, each item a hidden bias, and
 
     rating = item bias + strength * (user tastes . item tastes) + noise,   noise ~ N(0, noise_sd^2)
 
@@ -58,29 +58,40 @@ class Ratings:
                 f"held-out ratings of {self.num_items:,} items by {self.num_users:,} users; noise floor {floor}")
 
 
+@dataclass(frozen=True)
+class Tastes:
+    """The planted model: how many hidden tastes, how strongly they decide a rating, the spread of the items'
+    biases and of the noise (whose variance is the noise floor)."""
+
+    factors: int = 4
+    strength: float = 2.0
+    item_bias_sd: float = 0.5
+    noise_sd: float = 0.5
+
+
 def zipf_probabilities(num_items, exponent):
     """p(item k) proportional to (k + 1) ** -exponent: item 0 the most popular (exponent 0: all equal)."""
     weights = np.arange(1, num_items + 1, dtype=np.float64) ** -float(exponent)
     return weights / weights.sum()
 
 
-def planted_ratings(num_users=1_000, num_items=100_000, factors=4, zipf_exponent=1.1, strength=2.0,
-                    item_bias_sd=0.5, noise_sd=0.5, train_ratings=200_000, test_ratings=20_000, seed=0):
-    """Ratings drawn from a known model (see the module docstring); the same ``seed``, the same ratings."""
-    for name, value in (("num_users", num_users), ("num_items", num_items), ("factors", factors),
+def planted_ratings(num_users=1_000, num_items=100_000, zipf_exponent=1.1, train_ratings=200_000,
+                    test_ratings=20_000, seed=0, tastes=Tastes()):
+    """Ratings drawn from a known model, ``tastes`` (see the module docstring); the same ``seed``, the same ratings."""
+    for name, value in (("num_users", num_users), ("num_items", num_items), ("factors", tastes.factors),
                         ("train_ratings", train_ratings), ("test_ratings", test_ratings)):
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}.")
     rng = np.random.default_rng(seed)
-    user_tastes = rng.normal(0, 1 / np.sqrt(factors), (num_users, factors))
-    item_tastes = rng.normal(0, 1 / np.sqrt(factors), (num_items, factors))
-    item_bias = rng.normal(0, item_bias_sd, num_items)
+    user_tastes = rng.normal(0, 1 / np.sqrt(tastes.factors), (num_users, tastes.factors))
+    item_tastes = rng.normal(0, 1 / np.sqrt(tastes.factors), (num_items, tastes.factors))
+    item_bias = rng.normal(0, tastes.item_bias_sd, num_items)
     count = train_ratings + test_ratings
     items = rng.choice(num_items, count, p=zipf_probabilities(num_items, zipf_exponent))
     users = rng.integers(0, num_users, count)
-    ratings = (item_bias[items] + strength * np.einsum("nf,nf->n", user_tastes[users], item_tastes[items])
-               + rng.normal(0, noise_sd, count))
-    return _split(users, items, ratings, train_ratings, num_users, num_items, noise_sd ** 2,
+    ratings = (item_bias[items] + tastes.strength * np.einsum("nf,nf->n", user_tastes[users], item_tastes[items])
+               + rng.normal(0, tastes.noise_sd, count))
+    return _split(users, items, ratings, train_ratings, num_users, num_items, tastes.noise_sd ** 2,
                   f"planted tastes (seed {seed}, Zipf exponent {zipf_exponent})")
 
 

@@ -87,7 +87,12 @@ def test_record_writes_plain_values_and_adds_to_earlier_ones(tmp_path):
     assert results.record(None, accuracy=0.5) == {"accuracy": 0.5}  # a learner's run writes nothing
 
 
-@pytest.mark.parametrize("values, error", [({"accuracy": [0.5, 0.6]}, TypeError),
+def test_record_keeps_a_list_of_plain_values_one_per_task(tmp_path):
+    results.record(tmp_path, pss_mb=[np.float64(510.5), 498, None])
+    assert json.loads((tmp_path / results.FILE_NAME).read_text()) == {"pss_mb": [510.5, 498, None]}
+
+
+@pytest.mark.parametrize("values, error", [({"accuracy": [[0.5], [0.6]]}, TypeError),
                                            ({"accuracy": {"a": 1}}, TypeError),
                                            ({"bad name": 1}, ValueError)])
 def test_record_refuses_what_one_csv_column_cannot_hold(tmp_path, values, error):

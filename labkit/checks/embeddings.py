@@ -33,7 +33,7 @@ def line_predicts(line, rows, measured_mb, role, tolerance=0.1):
     require(abs(predicted - measured_mb) <= tolerance * measured_mb,
             f"the {role}'s memory line predicts {predicted:,.0f} MB at {rows:,} rows, but {measured_mb:,.0f} MB were "
             f"measured there (more than {tolerance:.0%} apart): its memory does not grow in a line here, so no "
-            "prediction from it can be trusted. Re-run the sweep on a quieter machine, or with larger sweep_rows.")
+            "prediction from it can be trusted. Re-run the memory cells on a quieter machine, or with larger added_table_rows.")
 
 
 def held_where_expected(lines, row_bytes, num_ps):
@@ -50,10 +50,10 @@ def held_where_expected(lines, row_bytes, num_ps):
 
 
 def workers_hold_no_rows(grown_mb, allreduce_grown_mb, most=0.15):
-    """Over the sweep, a worker of the parameter servers grew by at most ``most`` of what an all-reduce worker, which
+    """As tables were added, a worker of the parameter servers grew by at most ``most`` of what an all-reduce worker, which
     holds every row, grew by (it still gains each model's functions and datasets)."""
     require(grown_mb <= most * allreduce_grown_mb,
-            f"a worker of the parameter servers grew {grown_mb:,.0f} MB over the sweep, more than {most:.0%} of the "
+            f"a worker of the parameter servers grew {grown_mb:,.0f} MB as tables were added, more than {most:.0%} of the "
             f"{allreduce_grown_mb:,.0f} MB an all-reduce worker grew by holding the tables: it should hold no rows.")
 
 
