@@ -8,6 +8,7 @@ import types
 import nbformat
 import pytest
 
+from labkit import verdict
 from labkit.tools import doctor
 from measurements import page, publish, records, runner
 from measurements.items import Run, grading, notebooks, tests, workshop_day
@@ -174,3 +175,17 @@ def test_a_run_is_recorded_with_its_log_and_one_that_leaves_nothing_is_not(tmp_p
     assert log["mnist_source"] == "offline-subset" and log["returncode"] == 0 and log["seconds"] >= 0
     assert set(log) >= {"started", "ended", "load_average_before", "load_average_after"}
     assert (tmp_path / "raw" / "fails").is_dir(), "a failed run's files stay for a look"
+
+
+def test_a_notebooks_verdicts_are_rows_of_their_own_and_floats_are_rounded():
+    record = verdict.interleaved("spread_vs_row_ranges", [0.34, 0.33, 0.35], [0.88, 0.87, 0.89],
+                                 measure="the busiest server's share", higher_is_better=False).record()
+    run = {"status": "ok", "seconds": 100.0, "peak_pss_mb": 3000, "peak_alone_mb": 3000, "peak_rss_mb": 4000,
+           "largest_tasks": [["kernel", 800]], "long_cells": [],
+           "results": {"hot_share": 0.8809268848497313, "pss_mb": [505.554944, 503.786496], "verdicts": [record]}}
+    log = {"started": "2026-12-05 01:36 UTC", "load_average_before": [1.0, 1.0, 1.0]}
+    text = "\n".join(notebooks.defaults_section("notebooks", "Notebooks",
+                                                {"11_embedding_tables": {"log": log, "result": run}}))
+    assert "| `hot_share` | 0.8809 |" in text and "| `pss_mb` | [505.6, 503.8] |" in text
+    assert "| verdict `spread_vs_row_ranges` | wins: the busiest server's share, ratio 0.3" in text
+    assert "over 3 blocks |" in text and "'verdict'" not in text

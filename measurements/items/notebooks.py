@@ -108,8 +108,25 @@ def defaults_section(folder, title, recorded):
                 if value not in (None, "") and not (path.stem in stand_in and LEARNT.search(key))}
         if kept:
             details += [f"### `{path.stem}`", "", "| result | value |", "|---|---|"]
-            details += [f"| `{key}` | {value} |" for key, value in kept.items()] + [""]
+            details += [f"| `{key}` | {shown(value)} |" for key, value in kept.items() if key != results.VERDICTS]
+            details += [f"| verdict `{found['name']}` | {verdict_cell(found)} |" for found in kept.get(results.VERDICTS, [])]
+            details += [""]
     return lines + [""] + details
+
+
+def shown(value):
+    """A recorded value as the page shows it: a float to 4 significant digits, a list element by element."""
+    if isinstance(value, list):
+        return "[" + ", ".join(shown(element) for element in value) + "]"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def verdict_cell(found):
+    """A recorded verdict in a cell: what it found, its effect and interval, on how many seeds or blocks."""
+    kind = "ratio" if found.get("ratio") else "difference"
+    interval = ", ".join(shown(bound) if bound is not None else "n/a" for bound in found["interval"])
+    return (f"{found['verdict']}: {found['measure']}, {kind} {shown(found['effect'])} [{interval}] over "
+            f"{found['seeds']} {found['unit']}")
 
 
 def section(recorded):
