@@ -225,7 +225,7 @@ def test_a_canvas_zip_and_a_moodle_folder_are_graded_as_they_come(tmp_path):
                          "PS Lab exercises"], "a column per exercise, then the total"
     assert canvas[1] == ["    Points Possible", "", "", "", "", "4", "2", "3", "4", "4", "3", str(ALL_CHECKS)], \
         "Canvas's points possible: each exercise's checks, and every check for the total"
-    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0", "0", "0", "0"] and len(canvas) == 5
+    assert canvas[2] == ["Lovelace, Ada", "101", "s101", "ada", "Lab A", "0", "0", "0", "0", "0", "0", "0"] and len(canvas) == 5
     with zipfile.ZipFile(out / "canvas-feedback.zip") as returned:
         assert set(returned.namelist()) == {"lovelaceada_late_101_5002_ex1_basic_cluster-1.ipynb",
                                             "lovelaceada_101_5003_ex5_staleness_checks.ipynb"}, \
@@ -405,11 +405,12 @@ def test_grading_a_class(tmp_path, monkeypatch):
         canvas = {row["Student"]: row for row in csv.DictReader(file)}
     assert {column: canvas["    Points Possible"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
         == {EX_TITLES["ex1"]: "4", EX_TITLES["ex2"]: "2", EX_TITLES["ex3"]: "3", EX_TITLES["ex4"]: "4",
-            EX_TITLES["ex5"]: "4", "Exercises (4567)": str(ALL_CHECKS)}, \
+            EX_TITLES["ex5"]: "4", EX_TITLES["ex6"]: "3", "Exercises (4567)": str(ALL_CHECKS)}, \
         "Canvas's Points Possible row: each exercise's checks, and their sum"
     assert {column: canvas["ada"][column] for column in (*EX_TITLES.values(), "Exercises (4567)")} \
         == {EX_TITLES["ex1"]: "1", EX_TITLES["ex2"]: "2", EX_TITLES["ex3"]: "0", EX_TITLES["ex4"]: "0",
-            EX_TITLES["ex5"]: "0", "Exercises (4567)": "3"}, "ada's exercises and total in their own columns"
+            EX_TITLES["ex5"]: "0", EX_TITLES["ex6"]: "0", "Exercises (4567)": "3"}, \
+        "ada's exercises and total in their own columns"
     feedback = (out / "ada" / "feedback.md").read_text()
     assert f"Total: **3** of {ALL_CHECKS} checks passed" in feedback and learners["ada"]["max_total"] == str(ALL_CHECKS), \
         "feedback.md, grades.csv and canvas.csv give one total out of one maximum"
