@@ -131,7 +131,8 @@ def interleaved(name, treatment, control, *, measure, higher_is_better=True, com
     found, reason = _decide(logs.mean(), log_interval, len(logs), min_blocks, 0.0, higher_is_better,
                             **_agreement(logs, higher_is_better), counted="blocks",
                             disagree="not every block agrees")
-    return Verdict(name, found, math.exp(logs.mean()), tuple(math.exp(bound) for bound in log_interval), True,
+    interval = tuple(math.exp(bound) if math.isfinite(bound) else bound for bound in log_interval)  # one block: none
+    return Verdict(name, found, math.exp(logs.mean()), interval, True,
                    len(logs), None, measure, higher_is_better, 0.0, None, comparisons, confidence, ratio=True,
                    unit="blocks", reason=reason)
 

@@ -246,6 +246,10 @@ def test_the_record_is_json_and_the_sentence_is_made_from_it_alone():
     assert "corrected for 2 comparisons; 5 paired seeds, every one agreeing" in said
     one = verdict.paired("gain", [0.91], [0.9], measure="test accuracy", min_pairs=1).record()
     assert one["interval"] == [None, None]
+    one_block = verdict.interleaved("time", [0.8], [1.0], measure="seconds", higher_is_better=False)
+    assert one_block.record()["interval"] == [None, None]  # not [0.0, None]: a ratio of 0 is no bound
+    assert one_block.sentence("SSP", "async") == ("Cannot tell SSP from async on seconds: 0.80× (no interval from "
+                                                  "single values; 1 interleaved block); fewer than 3 blocks.")
     floor = accuracy("gain", *seeded_pairs(effect=0.004, seeds=5, noise=0.0003), examples=1_000)
     assert "1,000 distinct test examples resolve 0.9 points" in floor.sentence("a", "b")
     timed = verdict.unpaired("packing", [5.0, 6.0, 2.0], [1.0, 2.0, 3.0], measure="samples/s", unit="timed intervals")
