@@ -32,7 +32,7 @@ A run whose weights are no longer finite has *diverged*: its accuracy is recorde
 (``argmax`` of NaN logits is class 0, which would read as the share of zeros in the test set).
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import tensorflow as tf
@@ -399,50 +399,87 @@ class Schedule:
                              f"({self.steps_per_closure})")
 
 
-def train_mnist(strategy, coordinator, data, num_workers, update=Update(), schedule=Schedule(), seed=0, **options):
-    """One run of ``train_mnist_over_seeds`` (the same options), seeded ``seed``."""
-    return train_mnist_over_seeds(strategy, coordinator, data, num_workers, [seed], update, schedule, **options)[0]
+@dataclass(frozen=True)
+class Batches:
+    """Where a run takes its batches from. By default each seed starts a stream of its own
+    (``train.mnist_batches`` shuffled by that seed): two runs with the same seed, a rule and its control,
+    see the same batches as they start from the same weights, so their accuracies are paired. Worker
+    ``slow_worker`` (an index; None: no worker) waits ``slow_ms`` for each batch, inside its read→update window.
+
+    ``continue_on`` makes one stream that the runs continue instead, each taking the batches that follow
+    the last run's. It saves starting a stream per run (each worker reads the training set then, inside the
+    run's first timed interval): for runs that count τ or time a mechanism, never for runs compared on accuracy.
+    """
+
+    slow_worker: int | None = None
+    slow_ms: float = 0
+    continued: object = None  # the iterator the runs continue (made by continue_on); None: one stream per seed
+
+    def __post_init__(self):
+        if self.slow_ms < 0 or (self.slow_ms and self.slow_worker is None):
+            raise ValueError(f"slow_ms={self.slow_ms} with slow_worker={self.slow_worker}: give the index of the "
+                             "worker to slow (slow_worker=0) and its pause per batch in ms (>= 0).")
+
+    def continue_on(self, coordinator, data, batch_size=64, seed=0):
+        """These batches as one stream, shuffled by ``seed``, that every run given it continues."""
+        return replace(self, continued=train.mnist_batches(coordinator, data, batch_size, seed,
+                                                           slow_worker=self.slow_worker, slow_ms=self.slow_ms))
+
+    def stream(self, coordinator, data, batch_size, seed):
+        """The iterator that the run seeded ``seed`` takes its batches from."""
+        if self.continued is not None:
+            return self.continued
+        return train.mnist_batches(coordinator, data, batch_size, seed, slow_worker=self.slow_worker,
+                                   slow_ms=self.slow_ms)
+
+    @property
+    def slowed(self):
+        """What the progress lines say of the slowed worker, or None."""
+        return None if self.slow_worker is None else f"worker {self.slow_worker} slowed {self.slow_ms:g} ms per batch"
 
 
-def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, update=Update(), schedule=Schedule(),
-                           slow_worker=None, slow_ms=0, batches=None, slowed=None, optimizer_class=None,
-                           train_steps=None):
+@dataclass(frozen=True)
+class Definitions:
+    """The PS update and the worker's step that a run trains with: labkit's ``StalenessSGD`` and
+    ``make_versioned_train_steps``, or a notebook's own versions of them (a subclass, a function like it)."""
+
+    optimizer_class: type = StalenessSGD
+    train_steps: object = make_versioned_train_steps
+
+
+def train_mnist(strategy, coordinator, data, update=Update(), schedule=Schedule(), seed=0, batches=Batches(),
+                definitions=Definitions()):
+    """One run of ``train_mnist_over_seeds`` (the same arguments), seeded ``seed``."""
+    return train_mnist_over_seeds(strategy, coordinator, data, [seed], update, schedule, batches, definitions)[0]
+
+
+def train_mnist_over_seeds(strategy, coordinator, data, seeds, update=Update(), schedule=Schedule(), batches=Batches(),
+                           definitions=Definitions()):
     """Train the MNIST MLP with StalenessSGD (``update``) on the cluster once per seed, as ``schedule`` says.
 
-    A seed sets the initial weights and the random delays. The runs share one model, optimizer and
+    A seed sets the initial weights, the random delays and (unless ``batches`` continues one stream) the
+    batch stream: the same seeds give two calls paired runs. The runs share one model, optimizer and
     traced step function: each seed restarts them (``StalenessSGD.restart``) instead of building and
     tracing again, which costs seconds per run. The last evaluation uses the whole test set.
-
-    Worker ``slow_worker`` (an index) waits ``slow_ms`` for each batch, inside its
-    read→update window: a slow input pipeline. ``batches``: a ``train.mnist_batches`` iterator to
-    continue (its own ``slow_worker`` and ``slow_ms`` then apply, and ``slowed`` says so in the progress
-    lines, e.g. "worker 0 slowed 20 ms per batch"); default: a new one shuffled by the first seed, which
-    costs seconds. ``optimizer_class`` (a StalenessSGD, or a subclass) and ``train_steps``
-    (``make_versioned_train_steps``, or a function like it) let a notebook run with its own definitions
-    of the PS update and of the worker's step.
+    ``definitions``: the optimizer class and step function to train with (a notebook's own, say).
     """
-    optimizer_class, train_steps = optimizer_class or StalenessSGD, train_steps or make_versioned_train_steps
     rule, ssp_bound, steps_per_closure = update.rule, update.ssp_bound, schedule.steps_per_closure
     num_steps, evaluate_every = schedule.num_steps, schedule.evaluate_every
     if ssp_bound is not None and steps_per_closure > 1:
         raise ValueError("SSP waits before each step: with more than 1 step per closure a waiting worker holds "
                          "steps that the slowest may need. Pass steps_per_closure=1 with ssp_bound.")
-    if batches is not None and slow_worker is not None:
-        raise ValueError("batches were built already: pass slow_worker and slow_ms to train.mnist_batches instead.")
     tf.keras.utils.set_random_seed(seeds[0])
     with strategy.scope():
         model = models.mnist_mlp()
-        optimizer = optimizer_class(model.trainable_variables, update, num_workers, seed=seeds[0])
-    if batches is None:
-        batches = train.mnist_batches(coordinator, data, schedule.batch_size, seeds[0], slow_worker=slow_worker,
-                                      slow_ms=slow_ms)
-        slowed = None if slow_worker is None else f"worker {slow_worker} slowed {slow_ms} ms per batch"
-    steps = train_steps(strategy, model, optimizer, steps_per_closure)
+        optimizer = definitions.optimizer_class(model.trainable_variables, update, train.worker_count(strategy),
+                                                seed=seeds[0])
+    steps = definitions.train_steps(strategy, model, optimizer, steps_per_closure)
     runs = []
     for seed in seeds:
         if runs:  # the weights a new model seeded `seed` would start from, and a new optimizer's state
             models.restart_mnist_mlp(model, seed)
             optimizer.restart(seed)
+        stream = batches.stream(coordinator, data, schedule.batch_size, seed)
         evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
         optimizer.steps_scheduled.assign(evaluate_every)
 
@@ -455,9 +492,10 @@ def train_mnist_over_seeds(strategy, coordinator, data, num_workers, seeds, upda
 
         run = Run(rule=rule.name, delay=delay_name(update.delay, update.random_delay),
                   learning_rate=update.learning_rate, seed=seed, ssp_bound=ssp_bound)
-        train.run(coordinator, steps, batches, num_steps, steps_per_closure, log_every_steps=evaluate_every,
+        train.run(coordinator, steps, stream, num_steps, steps_per_closure, log_every_steps=evaluate_every,
                   recording=train.Recording(evaluate=evaluate, training_log=run,
-                                            description=run_description(rule.name, run.delay, seed, ssp_bound, slowed)))
+                                            description=run_description(rule.name, run.delay, seed, ssp_bound,
+                                                                        batches.slowed)))
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
         run.waited_seconds, run.polls = float(optimizer.waited.numpy()), int(optimizer.polls.numpy())

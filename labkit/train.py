@@ -220,16 +220,22 @@ def per_worker_iterator(coordinator, dataset_fn):
     return iter(coordinator.create_per_worker_dataset(dataset_fn))
 
 
+def worker_count(strategy):
+    """How many workers ``strategy`` (a ParameterServerStrategy) trains on; TensorFlow keeps the count in a
+    private attribute."""
+    return strategy.extended._num_workers
+
+
 def mnist_batches(coordinator, data, batch_size=64, seed=0, sharded=False, slow_worker=None, slow_ms=0):
     """Each worker's iterator over MNIST training batches (``labkit.pipelines.mnist_dataset_fn``), shuffled by ``seed``:
     the whole training set in each worker's own order, or with ``sharded`` each worker's own share of it.
     Worker ``slow_worker`` (an index) waits ``slow_ms`` before each batch.
 
-    Building one costs seconds (each worker reads the training set and fills its shuffle buffer);
-    several runs can continue the same one (``staleness.train_mnist(batches=...)``,
-    ``compression.Shared(batches)``), each taking the next batches.
+    Each worker reads the whole training set from its file when it takes its first batch. Several runs can
+    continue the same one (``staleness.Batches.continue_on``, ``compression.Shared(batches)``), each taking
+    the next batches; two runs compared on accuracy take a stream each, seeded alike.
     """
-    shards = coordinator.strategy.extended._num_workers if sharded else None  # TF keeps the worker count there
+    shards = worker_count(coordinator.strategy) if sharded else None
     dataset_fn = mnist_dataset_fn(data, batch_size, seed, shards=shards)
     return per_worker_iterator(coordinator, with_slowed_worker(dataset_fn, slow_worker, slow_ms))
 

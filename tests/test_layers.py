@@ -119,8 +119,7 @@ MAX_PARAMETERS = 8  # more: group them in a dataclass (train.Recording, bench.Co
 # Being brought down to MAX_PARAMETERS (the labs' by their own change; verdict's keyword-only options, which
 # every comparison shares, by one dataclass of them); remove each here once it is.
 BEING_REDUCED = {"compression.train_mnist", "compression.CompressedSGD.__init__", "recovery.train_with_recovery",
-                 "staleness.train_mnist_over_seeds", "verdict.paired", "verdict.unpaired", "verdict.non_inferior",
-                 "verdict._decide"}
+                 "verdict.paired", "verdict.unpaired", "verdict.non_inferior", "verdict._decide"}
 
 
 def long_signatures(root):

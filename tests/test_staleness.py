@@ -1,5 +1,5 @@
 """Staleness: the version counter (claimed after the update), the delay buffers, the rules and
-SSP's bounded wait.
+SSP's bounded wait; runs with the same seeds are paired (the same weights, batches and delays).
 
 Tau measured on real clusters of 1 and 2 workers (checks.measured_staleness) and the accuracy
 comparisons (plain async vs the rules at injected delays) are asserted by notebook 06's smoke
@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import labkit
 from labkit import checks, staleness
+from labkit.data import load_mnist
 
 
 OPTIMIZER_OPTIONS = ("num_workers", "max_tau", "seed", "steps_scheduled")  # the rest is the Update's
@@ -178,8 +180,8 @@ def test_ssp_waits_only_for_a_worker_that_may_still_run_a_step(steps_scheduled, 
     (lambda: sgd(ssp_bound=-1), "ssp_bound must be >= 0"),
     (lambda: staleness.Schedule(num_steps=600, evaluate_every=70), "must be a multiple of evaluate_every"),
     (lambda: staleness.Schedule(evaluate_every=50, steps_per_closure=20), "a multiple of steps_per_closure"),
-    (lambda: staleness.train_mnist(None, None, None, 2, batches=iter([]), slow_worker=0, slow_ms=20),
-     "pass slow_worker and slow_ms to train.mnist_batches"),
+    (lambda: staleness.Batches(slow_ms=20), "give the index of the worker to slow"),
+    (lambda: staleness.Batches(slow_worker=0, slow_ms=-5), "its pause per batch in ms"),
 ])
 def test_bad_settings_are_refused(make, message):
     with pytest.raises(ValueError, match=message):
@@ -290,3 +292,26 @@ def test_the_filter_check_names_a_worker_that_applied_nothing():
     run.clocks = [85, 0]
     with pytest.raises(AssertionError, match=r"worker\(s\) \[1\] applied no update"):
         checks.dropped_exactly_the_stale(run, 1)
+
+
+@pytest.mark.cluster
+def test_the_same_seeds_give_the_same_runs_and_a_continued_stream_does_not():
+    """Paired runs: each seed starts its own stream, so a second call with the same seeds (a control, say)
+    trains on the same batches from the same weights with the same random delays, to the same losses; runs
+    that continue one stream see other batches."""
+    data = load_mnist(source="offline-subset")
+    update, schedule = staleness.Update(staleness.Constant(), 0.5, delay=4, random_delay=True), staleness.Schedule(40, 20)
+    with labkit.LocalCluster(num_workers=1, num_ps=1, name="test-staleness-pairs") as cluster:
+        strategy = cluster.strategy()
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        first, again = (staleness.train_mnist_over_seeds(strategy, coordinator, data, [0, 1], update, schedule)
+                        for _ in range(2))
+        continued = staleness.Batches().continue_on(coordinator, data, seed=0)
+        on_one_stream = staleness.train_mnist_over_seeds(strategy, coordinator, data, [0, 1], update, schedule,
+                                                         batches=continued)
+        del continued  # freed while its cluster runs
+    assert [run.loss for run in again] == [run.loss for run in first]
+    assert [run.taus.tolist() for run in again] == [run.taus.tolist() for run in first]
+    assert first[0].loss != first[1].loss, "two seeds, two runs"
+    assert on_one_stream[0].loss == first[0].loss, "the stream seeded 0 begins as the first seed's own"
+    assert on_one_stream[1].loss != first[1].loss, "the second run continued it: other batches than seed 1's"

@@ -147,10 +147,10 @@ axis.set_ylabel("seconds")
         return tf.cast(tau < self.max_tau, tf.float32)
 """, "checks.filter_rule(", "steps stale is still allowed"),
         WrongAnswer("filtered = staleness.train_mnist", """
-filtered = staleness.train_mnist(strategy, coordinator, data, num_workers,
+filtered = staleness.train_mnist(strategy, coordinator, data,
                                  staleness.Update(staleness.StalenessFilter(max_tau), learning_rate),
                                  staleness.Schedule(num_steps, evaluate_every=num_steps, steps_per_closure=1),
-                                 slow_worker=0, slow_ms=slow_ms)
+                                 batches=staleness.Batches(slow_worker=0, slow_ms=slow_ms))
 """, "checks.used_own_filter(", "not your filter"),
         WrongAnswer("updates_by_tau = ", """
 updates_by_tau = filtered.counts.sum(axis=0)
