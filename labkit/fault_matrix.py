@@ -34,9 +34,9 @@ COORDINATOR_KILL = loglines.timeline_event(40, loglines.CHECKPOINT_SAVED)
 
 def recovery_run(cluster, data, injected_faults=(), make_job=None, checkpoint_dir=None):
     """NUM_STEPS of MNIST (or ``make_job``'s) under the recovery driver, ``injected_faults`` injected."""
+    checkpoints = recovery.Checkpoints(checkpoint_dir or tempfile.mkdtemp(prefix="labkit-stress-"), CHECKPOINT_EVERY)
     return faults.train_with_faults(cluster, make_job or (lambda: recovery.mnist_job(cluster.resolver(), data)),
-                                    NUM_STEPS, checkpoint_dir or tempfile.mkdtemp(prefix="labkit-stress-"),
-                                    CHECKPOINT_EVERY, injected_faults)
+                                    NUM_STEPS, checkpoints, injected_faults)
 
 
 def outcome(report, cluster, ps_failures):
@@ -143,10 +143,9 @@ def coordinator_outcome(lines):
 
 
 def coordinator_round(cluster, data):
-    _, lines, _ = faults.kill_and_restart_coordinator(cluster, coordinator_arguments(), kill_when=COORDINATOR_KILL,
-                                                      resumed_when=loglines.RESUMED,
-                                                      finished_when=loglines.FINISHED)
-    return coordinator_outcome(lines)
+    restarted = faults.kill_and_restart_coordinator(cluster, coordinator_arguments(), kill_when=COORDINATOR_KILL,
+                                                    resumed_when=loglines.RESUMED, finished_when=loglines.FINISHED)
+    return coordinator_outcome(restarted.after_restart)
 
 
 def coordinator_while_worker_dead_round(cluster, data, dead_seconds=3.0):

@@ -23,6 +23,8 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from labkit import recovery
 from labkit.runtime import children, processes
 from labkit.runtime.processes import cpu_seconds
@@ -168,9 +170,9 @@ class FaultInjector:
         return killed_ps_at
 
 
-def train_with_faults(cluster, make_job, num_steps, checkpoint_dir, checkpoint_every=100, faults=(), evaluate=None):
+def train_with_faults(cluster, make_job, num_steps, checkpoints, faults=(), evaluate=None):
     """``recovery.train_with_recovery`` on ``cluster`` with ``faults`` injected; dead tasks are restarted."""
-    return recovery.train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every,
+    return recovery.train_with_recovery(make_job, num_steps, checkpoints,
                                         restart=lambda: recovery.restart_dead_tasks(cluster), evaluate=evaluate,
                                         after_schedule=FaultInjector(cluster, faults))
 
@@ -243,22 +245,90 @@ def read_until(process, text):
                        "It printed:\n" + "\n".join(lines[-20:]))
 
 
-def kill_and_restart_coordinator(cluster, arguments, kill_when, resumed_when, finished_when):
-    """Run ``labkit.deploy.coordinator``, SIGKILL it once it prints ``kill_when``, start it again, let it finish.
+@dataclass
+class CoordinatorRestart:
+    """What ``kill_and_restart_coordinator`` saw: the lines the first program printed before its kill, the
+    second program's lines, and when (seconds since the first program was started) the first was killed,
+    the second printed that it resumed, and the second exited."""
 
-    Returns the lines before the kill, the lines after the restart, and the seconds from
-    the kill until the new process printed ``resumed_when``.
-    """
+    before_kill: list
+    after_restart: list
+    killed: float
+    resumed: float
+    exited: float
+
+    @property
+    def recovery_seconds(self):
+        """From the kill until the new program trains again: Python and TensorFlow start, connect, restore."""
+        return self.resumed - self.killed
+
+
+def kill_and_restart_coordinator(cluster, arguments, kill_when, resumed_when, finished_when):
+    """Run ``labkit.deploy.coordinator``, SIGKILL it once it prints ``kill_when``, start it again, let it finish;
+    a ``CoordinatorRestart``."""
+    began = time.monotonic()
     first = start_coordinator(cluster, *arguments)
     before_kill = read_until(first, kill_when)
     first.kill()
-    killed_at = time.monotonic()
+    killed = time.monotonic() - began
     first.wait()
     second = start_coordinator(cluster, *arguments)
     after_restart = read_until(second, resumed_when)
-    recovery_seconds = time.monotonic() - killed_at
+    resumed = time.monotonic() - began
     after_restart += read_until(second, finished_when)
     if second.wait() != 0:
         raise RuntimeError(f"the restarted coordinator failed; see {cluster.log_dir / 'chief-0.log'}")
-    return before_kill, after_restart, recovery_seconds
+    return CoordinatorRestart(before_kill, after_restart, killed, resumed, time.monotonic() - began)
 
+
+def undisturbed_clock(report):
+    """``clock(step)``: the seconds into the undisturbed run ``report`` (a RecoveryReport) at which it had trained
+    ``step`` steps, read linearly between its start ("started", step 0) and its checkpoints; beyond its last
+    step, at its mean pace."""
+    steps = [0, *report.step]
+    seconds = [report.timeline.seconds_at("started"), *report.seconds]
+    pace = (seconds[-1] - seconds[0]) / (steps[-1] - steps[0])
+
+    def clock(step):
+        return float(np.interp(step, steps, seconds)) if step <= steps[-1] else seconds[-1] + (step - steps[-1]) * pace
+    return clock
+
+
+def cost_parts(failed, undisturbed, intervals):
+    """What a failure cost, ``failed``'s wall time minus ``undisturbed``'s (two RecoveryReports of the same
+    training), in parts that do not overlap and add up to it exactly: [(name, seconds)].
+
+    ``intervals``: (event, name) pairs in the order they happened. A part ends at the first event of
+    ``failed``'s timeline that starts with ``event`` (a string or a tuple of them; None: the run's end). It is the
+    seconds the part lasted minus the seconds ``undisturbed`` took to train the steps ``failed`` trained in it
+    (``undisturbed_clock``): a restart during which the other workers train costs only what they did not do.
+    Where the step counter went back (a restore), the steps lost are a part of their own, the undisturbed run's
+    seconds for them (they are trained again); so are the steps run beyond the undisturbed run's last (at least
+    once). The last interval ends at the run's end (None); an event missing from the timeline is a ValueError.
+    """
+    if not intervals or intervals[-1][0] is not None:
+        raise ValueError("the parts must reach the run's end, where its cost is measured: end the intervals with "
+                         "(None, name).")
+    clock = undisturbed_clock(undisturbed)
+    parts, seconds, step, expected = [], 0.0, 0, 0.0  # the start: both runs' clocks at 0, no step trained
+    for event, name in intervals:
+        if event is None:
+            then, then_step = failed.total_seconds, failed.final_step
+        else:
+            then, then_step = next(((at, at_step) for at, at_step, happened in failed.timeline.events
+                                    if happened.startswith(event)), (None, None))
+            if then is None:
+                raise ValueError(f"no event starting with {event!r} in the timeline:\n{failed.timeline}")
+        then_expected = clock(then_step)
+        if then_step < step:  # restored: the steps since the checkpoint are lost
+            parts += [(name, then - seconds),
+                      (f"the {step - then_step} steps lost, trained again (the undisturbed run's time for them)",
+                       expected - then_expected)]
+        else:
+            parts.append((name, (then - seconds) - (then_expected - expected)))
+        seconds, step, expected = then, then_step, then_expected
+    beyond = failed.final_step - undisturbed.final_step
+    if beyond:
+        parts.append((f"the {beyond} step(s) run beyond the undisturbed run's {undisturbed.final_step} (at least "
+                      "once; the undisturbed run's time for them)", expected - undisturbed.total_seconds))
+    return parts

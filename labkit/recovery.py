@@ -61,14 +61,16 @@ class TrainingJob:
     closures_by_worker: object = None  # a variable on a PS: the closures each worker ran (train.count_closures_by_worker)
 
 
-def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3, dataset_fn=None):
-    """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes.
+def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate=1e-3, dataset_fn=None, seed=0):
+    """A TrainingJob for the MNIST MLP on the cluster that ``resolver`` describes, its initial weights and
+    batches seeded by ``seed``: two jobs with the same seed start from the same weights and the same streams.
 
     ``dataset_fn``: where the workers' batches come from; by default
-    ``labkit.pipelines.mnist_dataset_fn(data, batch_size)`` (each worker reads the arrays from files).
+    ``labkit.pipelines.mnist_dataset_fn(data, batch_size, seed)`` (each worker reads the arrays from files).
     """
     strategy = tfruntime.connect(resolver)
     coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    tf.keras.utils.set_random_seed(seed)
     with strategy.scope():
         model = models.mnist_mlp(learning_rate=learning_rate)
         optimizer = tf.keras.optimizers.legacy.Adam(learning_rate)
@@ -78,8 +80,20 @@ def mnist_job(resolver, data, steps_per_closure=10, batch_size=64, learning_rate
         strategy, train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, steps_per_closure),
         num_workers)
     return TrainingJob(strategy, coordinator, model, optimizer, train_steps,
-                       train.per_worker_iterator(coordinator, dataset_fn or train.mnist_dataset_fn(data, batch_size)),
+                       train.per_worker_iterator(coordinator, dataset_fn or train.mnist_dataset_fn(data, batch_size, seed)),
                        steps_per_closure, num_workers, closures_by_worker)
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """Where the recovery driver saves its checkpoints (``directory``) and every how many steps (``every``)."""
+
+    directory: str
+    every: int = 100
+
+    def __post_init__(self):
+        if self.every < 1:
+            raise ValueError(f"checkpoints every {self.every} steps: save every 1 step or more (every=100, say).")
 
 
 @dataclass(kw_only=True)
@@ -94,10 +108,10 @@ class RecoveryReport(train.TrainingLog):
     steps_scheduled: int = 0  # in all closures scheduled, also those lost with a parameter server
 
 
-def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=100, restart=None,
-                        evaluate=None, after_schedule=None, max_recoveries=3, echo=False):
-    """Train until ``optimizer.iterations`` reaches ``num_steps``, checkpointing every ``checkpoint_every``
-    steps; on a parameter-server failure restart, rebuild, restore the latest checkpoint and continue.
+def train_with_recovery(make_job, num_steps, checkpoints, restart=None, evaluate=None, after_schedule=None,
+                        max_recoveries=3, echo=False):
+    """Train until ``optimizer.iterations`` reaches ``num_steps``, saving ``checkpoints`` (where, how often);
+    on a parameter-server failure restart, rebuild, restore the latest checkpoint and continue.
 
     ``make_job()`` builds a fresh TrainingJob. ``restart()`` restarts the dead tasks and returns their
     names (None: a failure is raised, for whoever runs this program to restart it). ``evaluate(model)``
@@ -115,7 +129,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
             tfruntime.free_unreachable_functions_before_reconnecting()
             job = make_job()                                                   # rebuild: connects again
             checkpoint = tf.train.Checkpoint(model=job.model, optimizer=job.optimizer)
-            manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2)
+            manager = tf.train.CheckpointManager(checkpoint, checkpoints.directory, max_to_keep=2)
             if manager.latest_checkpoint:
                 checkpoint.restore(manager.latest_checkpoint)                  # restore
             step = int(job.optimizer.iterations.numpy())
@@ -129,7 +143,7 @@ def train_with_recovery(make_job, num_steps, checkpoint_dir, checkpoint_every=10
                 failure = None
             while step < num_steps:                                            # continue
                 completed = []
-                closures = math.ceil(min(checkpoint_every, num_steps - step) / job.steps_per_closure)
+                closures = math.ceil(min(checkpoints.every, num_steps - step) / job.steps_per_closure)
                 for closure in range(1, closures + 1):
                     completed.append(job.coordinator.schedule(job.train_steps, args=(job.iterator,)))
                     report.steps_scheduled += job.steps_per_closure

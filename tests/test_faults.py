@@ -172,3 +172,54 @@ def test_a_restarted_worker_busy_on_its_own_start_is_not_taken_for_reconnected(t
         assert not reconnected()
     finally:
         cluster.stop()
+
+
+def report_of(events, rows):
+    """A RecoveryReport with timeline ``events`` (seconds, step, event) and a row (step, seconds) per checkpoint."""
+    report = recovery.RecoveryReport(timeline=recovery.Timeline())
+    report.timeline.events = list(events)
+    for step, seconds in rows:
+        report.record(step, seconds)
+    return report
+
+
+# 400 steps: started at 1.0 s, then 100 steps per 0.5 s.
+UNDISTURBED = report_of([(1.0, 0, "started")], [(100, 1.5), (200, 2.0), (300, 2.5), (400, 3.0)])
+
+
+def test_a_ps_failures_cost_parts_add_up_and_charge_the_lost_steps_once():
+    failed = report_of([(1.2, 0, "started"), (2.25, 250, "killed ps:0"), (2.35, 250, "UnavailableError: gone"),
+                        (3.0, 250, "restarted ps:0"), (5.0, 200, "resumed from checkpoint at step 200"),
+                        (5.1, 200, "every worker reaches the parameter servers")],
+                       [(100, 1.7), (200, 2.2), (300, 5.8), (400, 6.4)])
+    parts = dict(faults.cost_parts(failed, UNDISTURBED, [
+        ("started", "start"), ("killed", "to the kill"), ("UnavailableError", "detect"), ("restarted", "restart"),
+        ("resumed", "restore"), ("every worker", "wait"), (None, "to the end")]))
+    assert sum(parts.values()) == pytest.approx(6.4 - 3.0)
+    assert parts == pytest.approx({"start": 0.2, "to the kill": -0.2, "detect": 0.1, "restart": 0.65, "restore": 2.0,
+                                   "the 50 steps lost, trained again (the undisturbed run's time for them)": 0.25,
+                                   "wait": 0.1, "to the end": 0.3})
+
+
+def test_a_worker_restart_costs_only_the_steps_the_other_workers_did_not_train_meanwhile():
+    failed = report_of([(1.0, 0, "started"), (1.6, 120, "killed worker:1"), (1.7, 130, "restarting worker:1"),
+                        (2.7, 230, "restarted worker:1"), (3.7, 230, "the coordinator reconnected worker:1")],
+                       [(100, 1.5), (200, 2.4), (300, 4.2), (401, 4.7)])
+    parts = faults.cost_parts(failed, UNDISTURBED, [
+        ("started", "start"), ("killed", "to the kill"), ("restarting", "to the restart"), ("restarted", "restart"),
+        ("the coordinator reconnected", "reconnect"), (None, "to the end")])
+    restart = dict(parts)["restart"]
+    assert restart == pytest.approx(1.0 - 0.5), "100 steps trained during the 1 s restart, 0.5 s undisturbed"
+    assert sum(seconds for _, seconds in parts) == pytest.approx(4.7 - 3.0)
+    assert parts[-1] == ("the 1 step(s) run beyond the undisturbed run's 400 (at least once; the undisturbed run's "
+                         "time for them)", pytest.approx(0.5 / 100))
+    durations = [1.0, 0.6, 0.1, 1.0, 1.0]  # the time between the events: they add up to more than the whole cost
+    assert sum(durations[2:]) > 4.7 - 3.0, "the outage's durations alone count the training done meanwhile as cost"
+
+
+def test_cost_parts_need_the_runs_end_and_every_event_they_name():
+    failed = report_of([(1.0, 0, "started")], [(400, 3.0)])
+    with pytest.raises(ValueError, match="end the intervals with"):
+        faults.cost_parts(failed, UNDISTURBED, [("started", "start")])
+    with pytest.raises(ValueError, match="no event starting with 'killed ps'"):
+        faults.cost_parts(failed, UNDISTURBED, [("killed ps", "to the kill"), (None, "rest")])

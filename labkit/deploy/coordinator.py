@@ -75,8 +75,7 @@ def main(argv=None):
     if args.loop == "custom":
         report = recovery.train_with_recovery(
             lambda: recovery.mnist_job(resolver, data, batch_size=BATCH_SIZE, dataset_fn=dataset_fn),
-            args.num_steps, args.checkpoint_dir,
-            args.checkpoint_every, echo=True,
+            args.num_steps, recovery.Checkpoints(args.checkpoint_dir, args.checkpoint_every), echo=True,
             evaluate=lambda model: {"accuracy": models.accuracy(model, data.x_test, data.y_test)})
         accuracy = report.final_accuracy if report.accuracy else float("nan")
         print(loglines.finished_line(report.final_step, accuracy), flush=True)
