@@ -112,10 +112,24 @@ def perplexity(model, ids, sequence_length, max_windows=512):
 
     A model that guesses uniformly over V tokens has perplexity V; lower is better.
     """
-    windows = token_windows(ids, sequence_length, max_windows)
-    losses = [float(mean_cross_entropy(batch[:, 1:], model(batch[:, :-1])))
-              for batch in np.array_split(windows, max(1, len(windows) // 64))]
-    return float(np.exp(np.mean(losses)))
+    return float(np.exp(np.mean(cross_entropies(model, token_windows(ids, sequence_length, max_windows)))))
+
+
+def cross_entropies(model, windows):
+    """Each window's mean next-token cross-entropy (nats per token) under ``model``: its tokens but the last
+    in, every token but the first predicted."""
+    return np.concatenate([tf.reduce_mean(tf.keras.losses.sparse_categorical_crossentropy(
+        batch[:, 1:], model(batch[:, :-1]), from_logits=True), axis=1).numpy()
+        for batch in np.array_split(windows, max(1, len(windows) // 64))])
+
+
+def block_perplexities(window_cross_entropies, blocks):
+    """exp(mean cross-entropy) of each of ``blocks`` runs of consecutive windows: one perplexity per stretch
+    of the text, for a comparison paired stretch by stretch (``labkit.verdict.paired``)."""
+    if not 1 <= blocks <= len(window_cross_entropies):
+        raise ValueError(f"blocks={blocks}: split the {len(window_cross_entropies)} windows into 1 to "
+                         f"{len(window_cross_entropies)} blocks.")
+    return [float(np.exp(np.mean(block))) for block in np.array_split(np.asarray(window_cross_entropies), blocks)]
 
 
 COUNT_MODELS = {"uniform": 0, "unigram": 1, "bigram": 2, "trigram": 3, "fourgram": 4}  # name: n of the n-gram
@@ -123,11 +137,13 @@ COUNT_MODELS = {"uniform": 0, "unigram": 1, "bigram": 2, "trigram": 3, "fourgram
 
 @dataclass(frozen=True)
 class CountModel:
-    """A count model's validation perplexity, and the add-k ``smoothing`` its counts got (None: uniform)."""
+    """A count model's validation perplexity, and the add-k ``smoothing`` its counts got (None: uniform);
+    ``cross_entropies``: each validation window's mean cross-entropy (nats per token)."""
 
     n: int
     smoothing: float | None
     perplexity: float
+    cross_entropies: tuple
 
 
 def count_models(corpus, sequence_length, max_windows=512, smoothings=(1, 0.1, 0.01, 0.001)):
@@ -142,10 +158,11 @@ def count_models(corpus, sequence_length, max_windows=512, smoothings=(1, 0.1, 0
     split = int(0.9 * len(train_ids))
     held_out = token_windows(train_ids[split:], sequence_length, max_windows)
     windows = token_windows(corpus.validation_ids, sequence_length, max_windows)
-    ladder = {"uniform": CountModel(0, None, float(size))}
+    ladder = {"uniform": CountModel(0, None, float(size), (float(np.log(size)),) * len(windows))}
     for name, n in list(COUNT_MODELS.items())[1:]:
         smoothing = min(smoothings, key=lambda k: ngram_perplexity(train_ids[:split], held_out, n, k, size))
-        ladder[name] = CountModel(n, smoothing, ngram_perplexity(train_ids, windows, n, smoothing, size))
+        per_window = ngram_cross_entropies(train_ids, windows, n, smoothing, size)
+        ladder[name] = CountModel(n, smoothing, float(np.exp(np.mean(per_window))), tuple(per_window.tolist()))
     return ladder
 
 
@@ -156,6 +173,11 @@ def ngram_perplexity(train_ids, windows, n, smoothing, vocab_size):
     sequence is unlikely, never impossible. A token's context is the n - 1 tokens before it within
     its window (fewer at the window's start), what the transformer sees of them.
     """
+    return float(np.exp(np.mean(ngram_cross_entropies(train_ids, windows, n, smoothing, vocab_size))))
+
+
+def ngram_cross_entropies(train_ids, windows, n, smoothing, vocab_size):
+    """Each window's mean cross-entropy (nats per token) under the n-gram of ``ngram_perplexity``."""
     train_ids = np.asarray(train_ids)
     counts_with_token = {context: _sequence_counts(train_ids, context + 1, vocab_size) for context in range(n)}
     counts_of_context = {context: _sequence_counts(train_ids[:-1], context, vocab_size)  # a token follows each
@@ -167,7 +189,7 @@ def ngram_perplexity(train_ids, windows, n, smoothing, vocab_size):
         numerator = _count_of(counts_with_token[context], sequences, vocab_size) + smoothing
         denominator = _count_of(counts_of_context[context], sequences[:, :-1], vocab_size) + smoothing * vocab_size
         log_probabilities.append(np.log(numerator / denominator))
-    return float(np.exp(-np.mean(log_probabilities)))
+    return -np.mean(log_probabilities, axis=0)
 
 
 def _sequence_counts(ids, length, vocab_size):

@@ -152,6 +152,30 @@ def test_the_count_model_ladder_falls_with_context():
     perplexities = [count_model.perplexity for count_model in ladder.values()]
     assert perplexities == sorted(perplexities, reverse=True) and perplexities[-1] > 1
     assert all(count_model.smoothing in (1, 0.1, 0.01, 0.001) for count_model in list(ladder.values())[1:])
+    for count_model in ladder.values():  # one cross-entropy per window, whose mean makes the perplexity
+        assert len(count_model.cross_entropies) == 256
+        assert np.exp(np.mean(count_model.cross_entropies)) == pytest.approx(count_model.perplexity)
+
+
+def test_a_models_cross_entropy_is_scored_window_by_window_and_block_by_block():
+    import tensorflow as tf
+
+    from labkit import models
+
+    vocabulary = 5
+    knows_the_next = tf.keras.Sequential([tf.keras.Input(shape=(3,), dtype="int32"),  # a logit of 10 for the next id
+                                          tf.keras.layers.Lambda(lambda ids: 10.0 * tf.one_hot((ids + 1) % vocabulary,
+                                                                                                vocabulary))])
+    counting = np.arange(8) % vocabulary  # 0 1 2 3 4 0 1 2: each id followed by the next
+    windows = np.stack([counting[:4], counting[4:]])  # the second window: 4 0 1 2
+    scrambled = windows[:, [0, 2, 1, 3]]
+    low, high = models.cross_entropies(knows_the_next, np.concatenate([windows, scrambled]))[[0, 2]]
+    assert low < 0.01 < high, "the next id predicted: near 0 nats; ids out of order: many"
+    assert models.perplexity(knows_the_next, counting, sequence_length=3) == pytest.approx(np.exp(
+        models.cross_entropies(knows_the_next, windows).mean()))
+    assert models.block_perplexities([0.0, 0.0, np.log(4), np.log(4)], blocks=2) == pytest.approx([1, 4])
+    with pytest.raises(ValueError, match="split the 4 windows into 1 to 4 blocks"):
+        models.block_perplexities([0.0] * 4, blocks=5)
 
 
 def test_an_ngram_scores_each_token_with_its_smoothed_counts():

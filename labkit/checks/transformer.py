@@ -2,12 +2,14 @@
 from labkit.checks.core import require
 
 
-def beats_baseline(perplexity, baselines, baseline):
-    """The model's ``perplexity`` is below the ``baseline`` entry of ``baselines`` (e.g. "trigram")."""
-    if baseline not in baselines:
-        raise ValueError(f"unknown baseline {baseline!r}; use one of {', '.join(baselines)}.")
-    require(perplexity < baselines[baseline], f"validation perplexity {perplexity:.2f} does not beat the {baseline} "
-                                              f"count model ({baselines[baseline]:.2f}): train for more steps.")
+def beats_baseline(verdicts, baseline):
+    """The model wins against the ``baseline`` count model (e.g. "trigram"): ``verdicts`` are its
+    ``labkit.verdict`` verdicts against each count model, {count model's name: Verdict}."""
+    if baseline not in verdicts:
+        raise ValueError(f"unknown baseline {baseline!r}; use one of {', '.join(verdicts)}.")
+    found = verdicts[baseline]
+    require(found.verdict == "wins", f"{found.sentence('the model', f'the {baseline} count model')} "
+                                     "It must beat it: train for more steps.")
 
 
 def lookup_sends_rows(lookup_bytes, rows_bytes):
