@@ -11,12 +11,26 @@ from pathlib import Path
 import pytest
 
 import labkit
-from labkit import checks, models, recovery
+from labkit import checks, models, pipelines, recovery
 from labkit.data import load_mnist
 
 tf = pytest.importorskip("tensorflow")
 
 LAB_MODULES = ("labkit.faults", "labkit.compression", "labkit.staleness", "labkit.allreduce", "labkit.sharding")
+
+
+@pytest.mark.cluster
+def test_a_seeded_job_leaves_no_global_seed_and_trains_on_the_files_route_too(tmp_path):
+    """mnist_job seeds the initial weights only: under a global seed of 0 (mnist_job's default), Dataset.shuffle
+    refuses the per-worker tensor seed of the files route (pipelines.files_dataset_fn) that the coordinator program
+    and notebook 09 take."""
+    data = load_mnist(source="offline-subset")
+    paths = pipelines.write_shards((data.x_train[:256], data.y_train[:256]), tmp_path, 1)
+    with labkit.LocalCluster(num_workers=1, num_ps=1, name="test-recovery-files") as cluster:
+        job = recovery.mnist_job(cluster.resolver(), data, seed=0, dataset_fn=pipelines.files_dataset_fn(paths, 1, 64))
+        job.coordinator.schedule(job.train_steps, args=(job.iterator,))
+        job.coordinator.join()
+        assert int(job.optimizer.iterations.numpy()) == job.steps_per_closure
 
 
 @pytest.mark.cluster
