@@ -129,6 +129,12 @@ def test_the_step_a_fault_hook_read_before_its_kill_is_the_failure_step(tmp_path
     assert report.recoveries[0]["failed_at_step"] == 153 and report.recoveries[0]["steps_lost"] == 53
 
 
+def test_checkpoints_every_zero_steps_are_refused_with_what_to_pass(tmp_path):
+    with pytest.raises(ValueError, match=r"checkpoints every 0 steps: save every 1 step or more"):
+        recovery.Checkpoints(tmp_path, every=0)
+    assert recovery.Checkpoints(tmp_path).every == 100
+
+
 def test_without_a_restart_or_past_max_recoveries_the_failure_is_raised(tmp_path):
     with pytest.raises(tf.errors.UnavailableError):
         recovery.train_with_recovery(flaky_jobs([150]), 300, recovery.Checkpoints(tmp_path / "no-restart"))
