@@ -316,6 +316,19 @@ def test_the_task_limit_lets_a_cluster_within_it_start_and_names_a_bad_limit(mon
         assert children.check_task_limit(4, "3 workers and 1 parameter server") is None
 
 
+@pytest.mark.parametrize("limit, message", [("1000", None), ("", None), ("1", "you would run [2-9]|you would run \\d\\d"),
+                                            ("four", "LABKIT_MAX_USER_TASKS must be a whole number")])
+def test_the_per_user_task_limit_counts_the_users_running_tasks_and_names_a_bad_limit(monkeypatch, limit, message):
+    """A class hub's cap on each learner's task processes (tests/test_hub.py sees a learner's second cluster
+    refused): here one more task than a limit of one is refused, whatever else this user runs."""
+    monkeypatch.setenv(children.MAX_USER_TASKS_VARIABLE, limit)
+    if message:
+        with pytest.raises(ValueError, match=message):
+            children.check_task_limit(2, "1 worker and 1 parameter server")
+    else:
+        assert children.check_task_limit(2, "1 worker and 1 parameter server") is None
+
+
 def unpacked_autograder(tmp_path, *names, options=()):
     """The autograder built for the exercises ``names`` (with more ``options``), unpacked as Gradescope does (into
     ROOT/source, with the scripts' modes as unzip sets them): ROOT."""
