@@ -74,7 +74,8 @@ lab: install ## install if needed, copy the notebooks into work/ (once), cache f
 
 # The class hub (docs/hub.md), as root. The kit goes where every learner can read it (HUB_PREFIX), without
 # solutions/ (learners may read all of it), into a venv made from this system's own Python: one in root's home
-# (pyenv's, uv's) is out of the learners' reach. Then labkit.tools.hub checks the server and runs JupyterHub.
+# (pyenv's, uv's) is out of the learners' reach. Then labkit.tools.hub checks the server and runs JupyterHub,
+# from HUB_PREFIX: `python -m` would take the kit in the current folder first.
 HUB_GROUP ?=
 HUB_PREFIX ?= /opt/pslab
 HUB_ARGS ?=
@@ -89,7 +90,7 @@ endif
 	python=$$(PATH=$(SYSTEM_PATH) sh scripts/find_python.sh $(PYTHON)) && $(MAKE) -C $(HUB_PREFIX) install-hub PYTHON="$$python"
 	chmod -R go+rX,go-w $(HUB_PREFIX)
 	$(HUB_PREFIX)/$(VENV)/bin/labkit data download || echo "make hub: the learners will use the 5,000-image MNIST subset"
-	$(HUB_PREFIX)/$(PY) -m labkit.tools.hub --group $(HUB_GROUP) $(HUB_ARGS)
+	cd $(HUB_PREFIX) && $(PY) -m labkit.tools.hub --group $(HUB_GROUP) $(HUB_ARGS)
 
 # The kernels inherit the variable from JupyterLab.
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached

@@ -1,5 +1,6 @@
 """What the class hub's memory guard stops when a learner is over their limit (tests/test_hub.py sees it stop a real
 learner's kernel): real processes, named and sized as ``memory.by_user`` reports a learner's."""
+import signal
 import subprocess
 import sys
 
@@ -32,3 +33,17 @@ def test_the_guard_stops_the_largest_kernel_with_what_it_started_else_the_larges
         for process in started:
             process.kill()
             process.wait()
+
+
+def test_the_guard_stops_at_once_when_the_hub_stops_it_even_if_it_started_with_ctrl_c_ignored():
+    """The hub stops its services with SIGINT, then SIGTERM 30 s later. A hub started in the background of a shell
+    passes SIGINT on ignored: the guard still stops at once, and the hub need not wait."""
+    guard = subprocess.Popen([sys.executable, "-m", "labkit.tools.memory_guard", "--group", "nogroup", "--limit", "1G"],
+                             stdout=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert "may use 1.0 GiB" in guard.stdout.readline()
+        guard.send_signal(signal.SIGINT)
+        assert guard.wait(timeout=10) == 0
+    finally:
+        guard.kill()
+        guard.wait()

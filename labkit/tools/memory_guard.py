@@ -10,6 +10,7 @@ memory ran out. Each stop is a line in the hub's log. The guard samples, so it i
 faster than it looks can still reach the system's own out-of-memory killer first.
 """
 import argparse
+import signal
 import sys
 import time
 
@@ -72,6 +73,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print(f"pslab memory guard: each member of group {args.group} may use {args.limit / GiB:.1f} GiB (PSS), "
           f"looked at every {args.interval:g} s", flush=True)
+    for stop in (signal.SIGINT, signal.SIGTERM):  # the hub stops its services so, and SIGINT may come in ignored
+        signal.signal(stop, lambda *_: sys.exit(0))
     while True:
         guard_once(args.group, args.limit)
         time.sleep(args.interval)
