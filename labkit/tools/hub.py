@@ -14,15 +14,15 @@ JupyterHub with ``labkit/tools/jupyterhub_config.py``, which calls ``configure``
   ``jupyterhub-idle-culler`` stops servers idle for ``--cull-idle`` seconds, and a stopped server's leftover processes
   are stopped with it.
 
-The checks refuse to start where a learner could not be isolated (the fix is in the message), where the kit is not
-readable by the learners, and where the hub would listen beyond this machine without TLS. JupyterHub's cookie
+The hub listens on 127.0.0.1 alone (its Python proxy does no TLS): the class reaches it through a reverse proxy that
+does. The checks refuse to start where a learner could not be isolated (the fix is in the message) or where the kit
+is not readable by the learners. JupyterHub's cookie
 secret (0600) and database live in the state folder (0700), as JupyterHub's security settings advise; the proxy's
 token is made afresh at each start by JupyterHub itself (its proxy is its child).
 """
 import argparse
 import dataclasses
 import grp
-import ipaddress
 import json
 import os
 import pwd
@@ -58,10 +58,7 @@ class Settings:
 
     group: str
     state_dir: str = "/srv/pslab-hub"
-    ip: str = "127.0.0.1"
-    port: int = 8000
-    ssl_cert: str = ""
-    ssl_key: str = ""
+    port: int = 8000  # on 127.0.0.1: learners come through a reverse proxy that does TLS (docs/hub.md)
     mem_limit: str = ""  # JupyterHub's spelling ("5G"); empty: the measured workshop day's peak and half again
     max_user_tasks: int = 6
     cull_idle_seconds: int = 3600
@@ -147,13 +144,6 @@ def learner_probe(uid, python=sys.executable):
     return None, None
 
 
-def is_loopback(ip):
-    try:
-        return ipaddress.ip_address(ip).is_loopback
-    except ValueError:
-        return ip == "localhost"
-
-
 def preflight(settings):
     """(errors, warnings) about starting the hub with ``settings`` on this server, each a sentence with its fix."""
     errors, warnings = [], []
@@ -170,13 +160,6 @@ def preflight(settings):
     failed, fix = learner_probe(probe_uid)
     if failed:
         errors.append(f"{failed}. Fix: {fix}.")
-    if not is_loopback(settings.ip) and not (settings.ssl_cert and settings.ssl_key):
-        errors.append(f"the hub would listen on {settings.ip} without TLS, so learners' passwords would cross the "
-                      "network in clear: give --ssl-cert and --ssl-key, or keep --ip 127.0.0.1 behind a reverse proxy "
-                      "that does TLS (docs/hub.md)")
-    for path in (settings.ssl_cert, settings.ssl_key):
-        if path and not Path(path).is_file():
-            errors.append(f"no file {path}: give the TLS certificate and key files")
     open_homes = sorted(name for uid, name in learners.items()
                         if Path(pwd.getpwuid(uid).pw_dir).is_dir() and Path(pwd.getpwuid(uid).pw_dir).stat().st_mode & 0o007)
     if open_homes:
@@ -191,11 +174,9 @@ def configure(c, settings):
     """Fill JupyterHub's config ``c`` for the class (jupyterhub_config.py calls this): see the module's docstring."""
     state = Path(settings.state_dir)
     activity_seconds = min(300, max(5, settings.cull_idle_seconds // 6))  # JupyterHub's default, shorter for short culls
-    scheme = "https" if settings.ssl_cert else "http"
-    c.JupyterHub.bind_url = f"{scheme}://{settings.ip}:{settings.port}/"
+    # Loopback alone: the Python proxy does no TLS, and learners' passwords must not cross a network in clear.
+    c.JupyterHub.bind_url = f"http://127.0.0.1:{settings.port}/"
     c.JupyterHub.hub_ip, c.JupyterHub.hub_port = "127.0.0.1", settings.hub_port
-    if settings.ssl_cert:
-        c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = settings.ssl_cert, settings.ssl_key
     c.ConfigurableHTTPProxy.command = [sys.executable, "-c", PROXY]
     c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{settings.proxy_api_port}"
     c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
@@ -263,12 +244,9 @@ def parse_settings(argv=None):
     parser = argparse.ArgumentParser(prog="python -m labkit.tools.hub", description=__doc__.splitlines()[0])
     parser.add_argument("--group", required=True, help="the Unix group whose members are the class's learners")
     defaults = Settings(group="")
-    parser.add_argument("--ip", default=defaults.ip,
-                        help="where the hub listens (default: %(default)s, behind a reverse proxy that does TLS; "
-                             "another address needs --ssl-cert and --ssl-key)")
-    parser.add_argument("--port", type=int, default=defaults.port, help="the hub's port (default: %(default)s)")
-    parser.add_argument("--ssl-cert", default="", metavar="FILE", help="TLS certificate (with --ssl-key)")
-    parser.add_argument("--ssl-key", default="", metavar="FILE", help="TLS key, readable by root alone")
+    parser.add_argument("--port", type=int, default=defaults.port,
+                        help="the hub's port on 127.0.0.1, where a reverse proxy doing TLS passes the class's requests "
+                             "(default: %(default)s)")
     parser.add_argument("--state-dir", default=defaults.state_dir, metavar="DIR",
                         help="the hub's database, cookie secret and settings, root's alone (default: %(default)s)")
     parser.add_argument("--mem-limit", metavar="SIZE", type=lambda text: byte_size(text) and text,
@@ -282,8 +260,8 @@ def parse_settings(argv=None):
                         help="a JupyterHub configuration file loaded after the kit's: another authenticator, admins")
     parser.add_argument("--check", action="store_true", help="only check the server, start nothing")
     args = parser.parse_args(argv)
-    settings = Settings(group=args.group, state_dir=args.state_dir, ip=args.ip, port=args.port, ssl_cert=args.ssl_cert,
-                        ssl_key=args.ssl_key, mem_limit=args.mem_limit or default_mem_limit(),
+    settings = Settings(group=args.group, state_dir=args.state_dir, port=args.port,
+                        mem_limit=args.mem_limit or default_mem_limit(),
                         max_user_tasks=args.max_user_tasks, cull_idle_seconds=args.cull_idle,
                         extra_config=str(Path(args.config).resolve()) if args.config else "")
     return settings, args.check
@@ -296,14 +274,12 @@ def main(argv=None):
         print(f"make hub: WARNING: {warning}")
     if errors:
         sys.exit("make hub: not started:\n" + "\n".join(f"- {error}" for error in errors))
-    scheme = "https" if settings.ssl_cert else "http"
     print(f"make hub: the server is ready for the members of {settings.group}; each may use {settings.mem_limit} of "
           f"memory and {settings.max_user_tasks} task processes; servers idle {settings.cull_idle_seconds} s are stopped.")
     if check_only:
         return
-    if is_loopback(settings.ip):
-        print(f"make hub: listening on {scheme}://{settings.ip}:{settings.port} only: learners reach it through a "
-              "reverse proxy with TLS on this server (docs/hub.md), or restart with --ip and a certificate.")
+    print(f"make hub: listening on http://127.0.0.1:{settings.port} only: the class reaches it through a reverse "
+          "proxy with TLS on this server (docs/hub.md).")
     start(settings)
 
 

@@ -25,7 +25,9 @@ def server_arguments(shell):
     terminal = [sys.executable, "-m", "labkit.runtime.isolation", "--inside", "--", shell, "-l"]
     return [f"--ServerApp.root_dir={WORK}", f"--MappingKernelManager.default_kernel_name={KERNEL}",
             f"--KernelSpecManager.allowed_kernelspecs={KERNEL}",
-            f"--ServerApp.terminado_settings={json.dumps({'shell_command': terminal})}"]
+            f"--ServerApp.terminado_settings={json.dumps({'shell_command': terminal})}",
+            # No news feed nor update check fetched from the internet for each learner's server.
+            "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
 
 
 def main():
