@@ -10,7 +10,6 @@ The folder it writes is root's alone (0700), as the learners' work folders are t
 """
 import os
 import pwd
-import shutil
 import stat
 from pathlib import Path
 
@@ -20,15 +19,20 @@ EXERCISES = Path(__file__).resolve().parents[2] / "exercises"
 WORK = "work"  # the learner's work folder in their home (labkit.tools.learner_server)
 
 
-def own_regular_file(path, user):
-    """Whether ``path`` is a regular file (not a link) that ``user`` (a pwd entry) owns, inside their home."""
+def read_own_file(path, user):
+    """(bytes, os.stat_result) of ``path`` if it is a regular file (not a link) that ``user`` (a pwd entry) owns,
+    inside their home; else None. The file is opened before it is judged, so it cannot be swapped in between."""
+    if not path.resolve().is_relative_to(Path(user.pw_dir).resolve()):
+        return None
     try:
-        status = path.lstat()
+        file = open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb")
     except OSError:
-        return False
-    home = Path(user.pw_dir).resolve()
-    return (stat.S_ISREG(status.st_mode) and status.st_uid == user.pw_uid
-            and path.resolve().is_relative_to(home))
+        return None
+    with file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != user.pw_uid:
+            return None
+        return file.read(), status
 
 
 def collect(out, learners, exercises=EXERCISES, work=WORK):
@@ -43,13 +47,14 @@ def collect(out, learners, exercises=EXERCISES, work=WORK):
     collected = {}
     for learner in learners:
         user = pwd.getpwnam(learner)
-        found = [Path(user.pw_dir, work, "exercises", name) for name in names]
-        found = [path for path in found if own_regular_file(path, user)]
-        if found:
-            (out / learner).mkdir(mode=0o700)
-        for path in found:
-            shutil.copy2(path, out / learner / path.name)
-        collected[learner] = [path.name for path in found]
+        collected[learner] = []
+        for name in names:
+            found = read_own_file(Path(user.pw_dir, work, "exercises", name), user)
+            if found:
+                (out / learner).mkdir(mode=0o700, exist_ok=True)
+                (out / learner / name).write_bytes(found[0])
+                os.utime(out / learner / name, ns=(found[1].st_atime_ns, found[1].st_mtime_ns))
+                collected[learner].append(name)
     return collected
 
 

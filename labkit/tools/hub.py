@@ -148,7 +148,7 @@ def preflight(settings):
     """(errors, warnings) about starting the hub with ``settings`` on this server, each a sentence with its fix."""
     errors, warnings = [], []
     if os.geteuid() != 0:
-        return [f"run it as root (sudo): JupyterHub starts each learner's server as that learner"], []
+        return ["run it as root (sudo): JupyterHub starts each learner's server as that learner"], []
     try:
         learners = members(settings.group)
     except ValueError as error:
