@@ -93,9 +93,22 @@ def kill_everything_of(uid):
             process.kill()
 
 
+def ignore_ctrl_c():
+    """``preexec_fn``: start with SIGINT ignored, as `make hub &` in a shell starts the hub."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def ignores(pid, sig):
+    """Whether process ``pid`` ignores signal ``sig`` (its SigIgn mask in /proc)."""
+    mask = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) & (1 << (sig - 1)))
+
+
 class Hub:
     """``python -m labkit.tools.hub`` for ``group``, run by ``python`` (a Python the learners may run), on a free
-    port of 127.0.0.1, its state and log in ``folder``; ``arguments`` are more of its options."""
+    port of 127.0.0.1, its state and log in ``folder``; ``arguments`` are more of its options. It starts as in a
+    shell's background, SIGINT ignored."""
 
     def __init__(self, python, group, folder, *arguments):
         self.port, self.folder = pick_port(), Path(folder)
@@ -108,7 +121,7 @@ class Hub:
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
-                                            start_new_session=True)
+                                            start_new_session=True, preexec_fn=ignore_ctrl_c)
         processes.wait_until(self.answers, 120, "the hub to answer", error=lambda message: AssertionError(
             f"{message}; its log:\n{self.log()[-3000:]}"))
         return self

@@ -14,6 +14,7 @@ import os
 import pwd
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -246,6 +247,11 @@ def test_stopping_the_hub_leaves_no_process_of_any_learner(hub_class, trained):
         assert a.run(a.start_kernel(), IDLE_CLUSTER)[0] == "ok"
     assert any(processes.SERVER_MODULE in process.cmdline() for process in hub_support.processes_of(a.uid)), \
         "A runs a cluster when the hub stops"
+    services = [process for process in psutil.Process(hub.process.pid).children() if process.uids().real == 0]
+    assert {"jupyterhub_idle_culler", "labkit.tools.memory_guard"} <= {part for process in services
+                                                                        for part in process.cmdline()}
+    assert not any(hub_support.ignores(process.pid, signal.SIGINT) for process in services), \
+        "the hub started with Ctrl-C ignored: its services must not inherit that, or they hold its stop"
     hub.stop()
     for learner in (a, b, c):
         left = hub_support.processes_of(learner.uid)

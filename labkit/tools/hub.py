@@ -237,6 +237,9 @@ def start(settings):
     settings.write()
     os.chdir(state)
     os.environ[SETTINGS_VARIABLE] = str(settings.path)
+    # Started in a shell's background, the hub would get SIGINT ignored and pass that on to its services (the idle
+    # culler): they would then ignore the SIGINT JupyterHub stops them with, and hold its stop for half a minute.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.execv(sys.executable, [sys.executable, "-m", "jupyterhub", "-f", str(CONFIG_FILE)])
 
 
