@@ -107,11 +107,11 @@ def ignores(pid, sig):
 
 class Hub:
     """``python -m labkit.tools.hub`` for ``group``, run by ``python`` (a Python the learners may run), on a free
-    port of 127.0.0.1, its state and log in ``folder``; ``arguments`` are more of its options. It starts as in a
-    shell's background, SIGINT ignored."""
+    port of 127.0.0.1, its state and log in ``folder``; ``arguments`` are more of its options, ``env`` its
+    environment. It starts as in a shell's background, SIGINT ignored."""
 
-    def __init__(self, python, group, folder, *arguments):
-        self.port, self.folder = pick_port(), Path(folder)
+    def __init__(self, python, group, folder, *arguments, env=None):
+        self.port, self.folder, self.env = pick_port(), Path(folder), env
         self.url = f"http://127.0.0.1:{self.port}"
         self.command = [str(python), "-m", "labkit.tools.hub", "--group", group, "--port", str(self.port),
                         "--state-dir", str(self.folder / "state"), *arguments]
@@ -121,7 +121,7 @@ class Hub:
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "w") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder,
-                                            start_new_session=True, preexec_fn=ignore_ctrl_c)
+                                            start_new_session=True, preexec_fn=ignore_ctrl_c, env=self.env)
         processes.wait_until(self.answers, 120, "the hub to answer", error=lambda message: AssertionError(
             f"{message}; its log:\n{self.log()[-3000:]}"))
         return self

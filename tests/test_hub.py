@@ -29,11 +29,12 @@ CULL_IDLE_SECONDS = 30
 MEM_LIMIT = "3G"  # more than a learner's kernel and small cluster take here, less than B's block below
 MAX_USER_TASKS = 3
 
+WHY_NOT_ISOLATED = isolation.why_not_isolated()
 pytestmark = [pytest.mark.hub, pytest.mark.timeout(600),
               pytest.mark.skipif(os.geteuid() != 0, reason="the hub test makes Unix users and runs JupyterHub as "
                                  "root (CI does): run it as root"),
-              pytest.mark.skipif(bool(isolation.why_not_isolated()), reason=f"the hub needs private network "
-                                 f"namespaces for its learners: {isolation.why_not_isolated()}")]
+              pytest.mark.skipif(bool(WHY_NOT_ISOLATED), reason=f"the hub needs private network namespaces for its "
+                                 f"learners: {WHY_NOT_ISOLATED}")]
 
 # A small training run on a LocalCluster; prints what the test checks, as JSON.
 TRAIN = """
@@ -41,7 +42,7 @@ import json, os
 import labkit
 from labkit import fit, models
 from labkit.data import load_mnist
-data = load_mnist("offline-subset")
+data = load_mnist()  # the source the hub passes on, as `LABKIT_MNIST_SOURCE=offline-subset make hub` does
 cluster = labkit.LocalCluster(num_workers=1, num_ps=1, name="hub-test")
 strategy = cluster.strategy()
 with strategy.scope():
@@ -49,6 +50,7 @@ with strategy.scope():
 fit.fit(model, data.x_train, data.y_train, epochs=2, steps_per_epoch=25, batch_size=64)
 chief_port = int(cluster.tf_config("worker:0")["cluster"]["chief"][0].rpartition(":")[2])
 print(json.dumps({"accuracy": models.accuracy(model, data.x_test, data.y_test), "kernel": os.getpid(),
+                  "mnist_source": os.environ.get("LABKIT_MNIST_SOURCE"),
                   "network": os.environ["LABKIT_NETWORK"], "ports": [task.port for task in cluster.tasks] + [chief_port],
                   "pids": [task.pid for task in cluster.tasks]}))
 """
@@ -93,7 +95,8 @@ def hub_class(folder, python):
     left it (for the culler). Yields (hub, A, B, C); at the end the hub stops and the users go."""
     with hub_support.class_users(3) as (group, users), \
             hub_support.Hub(python, group, folder, "--cull-idle", str(CULL_IDLE_SECONDS), "--mem-limit", MEM_LIMIT,
-                            "--max-user-tasks", str(MAX_USER_TASKS)) as hub:
+                            "--max-user-tasks", str(MAX_USER_TASKS),
+                            env=dict(os.environ, LABKIT_MNIST_SOURCE="offline-subset")) as hub:
         a, b, c = (hub_support.Learner(hub, name, password) for name, password in users.items())
         for learner in (a, b, c):
             learner.api("POST", f"/hub/api/users/{learner.name}/server")
@@ -125,6 +128,7 @@ def test_each_learner_trains_in_a_kernel_and_cluster_that_run_as_them_in_their_o
     for learner, (_, result) in trained.items():
         assert result["accuracy"] > 0.6, f"{learner.name} trained to {result['accuracy']}"
         assert result["network"] == "isolated"
+        assert result["mnist_source"] == "offline-subset", "the hub passes LABKIT_MNIST_SOURCE on to the learners"
         for pid in [result["kernel"], *result["pids"]]:
             assert psutil.Process(pid).uids().real == learner.uid, f"{learner.name}'s process {pid} runs as another user"
         netns = {os.readlink(f"/proc/{pid}/ns/net") for pid in [result["kernel"], *result["pids"]]}
