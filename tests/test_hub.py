@@ -287,3 +287,38 @@ def test_the_hub_refuses_a_kit_the_learners_cannot_read(python, folder):
     (hidden / "python").symlink_to(python)
     failed, fix = hub.learner_probe(nobody, str(hidden / "python"))
     assert "cannot run the kit's Python" in failed and "make hub` installs it in /opt/pslab" in fix
+
+
+def as_nobody(function):
+    """``function()``'s error message, called in a child process whose effective user is nobody: what a user
+    without root gets ("" if it raised nothing)."""
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read)
+        try:
+            os.seteuid(pwd.getpwnam("nobody").pw_uid)
+            result = function()
+            message = "; ".join(result[0]) if isinstance(result, tuple) else ""
+        except Exception as error:  # noqa: BLE001 (its message is what the test reads)
+            message = str(error)
+        os.write(write, message.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        message = pipe.read()
+    os.waitpid(child, 0)
+    return message
+
+
+def test_the_instructors_commands_refuse_to_run_without_root(folder):
+    """They read every learner's processes, homes and accounts: without root each says so, and how to run it."""
+    from argparse import Namespace
+
+    from labkit.tools import class_status, collect, hub
+
+    assert "run it as root (sudo .venv/bin/labkit status --all-users)" in as_nobody(class_status.report)
+    assert "run it as root (sudo .venv/bin/labkit collect" in as_nobody(
+        lambda: collect.run(Namespace(out=str(folder / "never"), group="nogroup", learners=[])))
+    assert "run it as root (sudo)" in as_nobody(lambda: hub.preflight(hub.Settings(group="nogroup")))
+    assert not (folder / "never").exists()
