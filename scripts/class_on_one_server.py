@@ -76,7 +76,8 @@ def plan_notebooks(learner):
 
 
 async def run_the_plan(learner, notebooks):
-    """Open each notebook and run its code cells, kernels left open but at the break: [{notebook, seconds}]."""
+    """Open each notebook and run its code cells, kernels left open but at the break: [{notebook, seconds, failed}].
+    A notebook stops at a cell that fails (``failed`` says which and how), and the learner goes on to the next."""
     import nbformat
 
     sessions, steps = [], []
@@ -85,17 +86,20 @@ async def run_the_plan(learner, notebooks):
             for session in sessions:
                 await asyncio.to_thread(learner.shut_down, session)
             sessions = []
-        began = time.monotonic()
+        began, failed = time.monotonic(), None
         session, kernel = await asyncio.to_thread(learner.open_notebook, notebook)
         sessions.append(session)
-        for cell in nbformat.read(learner.home / "work" / notebook, as_version=4).cells:
-            if cell.cell_type == "code":
-                status, output = await learner.execute(kernel, cell.source, timeout=900)
-                if status != "ok":
-                    raise RuntimeError(f"{learner.name}'s {notebook}: a cell ended {status}:\n{cell.source[:300]}\n"
-                                       f"{output[-2000:]}")
-        steps.append({"notebook": notebook.stem, "seconds": round(time.monotonic() - began)})
-        print(f"class on one server: {learner.name} ran {notebook.stem} in {steps[-1]['seconds']} s", flush=True)
+        cells = [cell for cell in nbformat.read(learner.home / "work" / notebook, as_version=4).cells
+                 if cell.cell_type == "code"]
+        for number, cell in enumerate(cells, 1):
+            status, output = await learner.execute(kernel, cell.source, timeout=900)
+            if status != "ok":
+                error = next((line for line in reversed(output.splitlines()) if "Error" in line), status)
+                failed = f"code cell {number}: {status}, {error[:200]}"
+                break
+        steps.append({"notebook": notebook.stem, "seconds": round(time.monotonic() - began), "failed": failed})
+        print(f"class on one server: {learner.name} ran {notebook.stem} in {steps[-1]['seconds']} s"
+              + (f", stopped at {failed}" if failed else ""), flush=True)
     return steps
 
 
