@@ -37,7 +37,8 @@ def test_the_guard_stops_the_largest_kernel_with_what_it_started_else_the_larges
 
 def test_the_guard_stops_at_once_when_the_hub_stops_it_even_if_it_started_with_ctrl_c_ignored():
     """The hub stops its services with SIGINT, then SIGTERM 30 s later. A hub started in the background of a shell
-    passes SIGINT on ignored: the guard still stops at once, and the hub need not wait."""
+    passes SIGINT on ignored: the guard still stops at once, and the hub need not wait. (Its first line comes once it
+    listens for the signal.)"""
     guard = subprocess.Popen([sys.executable, "-m", "labkit.tools.memory_guard", "--group", "nogroup", "--limit", "1G"],
                              stdout=subprocess.PIPE, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:

@@ -71,10 +71,10 @@ def main(argv=None):
     parser.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
                         help="seconds between two looks (default: %(default)s)")
     args = parser.parse_args(argv)
-    print(f"pslab memory guard: each member of group {args.group} may use {args.limit / GiB:.1f} GiB (PSS), "
-          f"looked at every {args.interval:g} s", flush=True)
     for stop in (signal.SIGINT, signal.SIGTERM):  # the hub stops its services so, and SIGINT may come in ignored
         signal.signal(stop, lambda *_: sys.exit(0))
+    print(f"pslab memory guard: each member of group {args.group} may use {args.limit / GiB:.1f} GiB (PSS), "
+          f"looked at every {args.interval:g} s", flush=True)
     while True:
         guard_once(args.group, args.limit)
         time.sleep(args.interval)
