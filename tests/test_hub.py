@@ -1,5 +1,5 @@
 """The class hub (`make hub`, labkit.tools.hub) for real: three Unix users made for the test log in through its
-login form, start their servers, and run code in their PS Lab kernels through its proxy (tests/hub_support.py).
+login form, start their servers, and run code in their PS Lab kernels through its proxy (tests/support/class_hub.py).
 
 Learners A and B train on a LocalCluster each, at once; A's kernel and tasks run as A, in a namespace of their own;
 B cannot connect to A's task ports and binds the very same port numbers; B cannot read A's work; A's second
@@ -21,9 +21,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-import hub_support
 from labkit.runtime import isolation, processes
-from test_browser import SECONDS, browser_page, failure_screenshot, first_heading  # noqa: F401 (a fixture)
+from support import class_hub
+from support.browser import SECONDS, browser_page, failure_screenshot, first_heading  # noqa: F401 (a fixture)
 
 CULL_IDLE_SECONDS = 30
 MEM_LIMIT = "3G"  # more than a learner's kernel and small cluster take here, less than B's block below
@@ -75,16 +75,16 @@ def last_json(output):
 @pytest.fixture(scope="module")
 def folder():
     """A folder of this module's that every user may enter."""
-    folder = hub_support.world_readable_folder("pslab-hub-test-")
+    folder = class_hub.world_readable_folder("pslab-hub-test-")
     yield folder
     shutil.rmtree(folder)
 
 
 @pytest.fixture(scope="module")
 def python(folder):
-    """A Python with the kit that every user may run (hub_support.learners_python)."""
+    """A Python with the kit that every user may run (class_hub.learners_python)."""
     try:
-        return hub_support.learners_python(folder / "learners-python")
+        return class_hub.learners_python(folder / "learners-python")
     except LookupError as error:
         pytest.fail(str(error))
 
@@ -93,11 +93,11 @@ def python(folder):
 def hub_class(folder, python):
     """The hub for three new learners A, B, C, each logged in with a running server; C has started a cluster and
     left it (for the culler). Yields (hub, A, B, C); at the end the hub stops and the users go."""
-    with hub_support.class_users(3) as (group, users), \
-            hub_support.Hub(python, group, folder, "--cull-idle", str(CULL_IDLE_SECONDS), "--mem-limit", MEM_LIMIT,
+    with class_hub.class_users(3) as (group, users), \
+            class_hub.Hub(python, group, folder, "--cull-idle", str(CULL_IDLE_SECONDS), "--mem-limit", MEM_LIMIT,
                             "--max-user-tasks", str(MAX_USER_TASKS),
                             env=dict(os.environ, LABKIT_MNIST_SOURCE="offline-subset")) as hub:
-        a, b, c = (hub_support.Learner(hub, name, password) for name, password in users.items())
+        a, b, c = (class_hub.Learner(hub, name, password) for name, password in users.items())
         for learner in (a, b, c):
             learner.api("POST", f"/hub/api/users/{learner.name}/server")
         for learner in (c, a, b):
@@ -241,7 +241,7 @@ def test_the_culler_stops_an_idle_server_and_its_cluster(hub_class):
     processes.wait_until(lambda: c.server() is None, 3 * CULL_IDLE_SECONDS, "the culler to stop C's idle server")
     assert f"Culling server {c.name}" in hub.log()
     assert processes.wait_until_gone(c.cluster, 15) == [], "C's tasks stop with the server"
-    assert processes.wait_until(lambda: not hub_support.processes_of(c.uid), 15, "C's processes to end")
+    assert processes.wait_until(lambda: not class_hub.processes_of(c.uid), 15, "C's processes to end")
 
 
 def test_stopping_the_hub_leaves_no_process_of_any_learner(hub_class, trained):
@@ -249,16 +249,16 @@ def test_stopping_the_hub_leaves_no_process_of_any_learner(hub_class, trained):
     if a.server() is None:  # culled meanwhile: A starts their server and a cluster again
         a.start_server()
         assert a.run(a.start_kernel(), IDLE_CLUSTER)[0] == "ok"
-    assert any(processes.SERVER_MODULE in process.cmdline() for process in hub_support.processes_of(a.uid)), \
+    assert any(processes.SERVER_MODULE in process.cmdline() for process in class_hub.processes_of(a.uid)), \
         "A runs a cluster when the hub stops"
     services = [process for process in psutil.Process(hub.process.pid).children() if process.uids().real == 0]
     assert {"jupyterhub_idle_culler", "labkit.tools.memory_guard"} <= {part for process in services
                                                                         for part in process.cmdline()}
-    assert not any(hub_support.ignores(process.pid, signal.SIGINT) for process in services), \
+    assert not any(class_hub.ignores(process.pid, signal.SIGINT) for process in services), \
         "the hub started with Ctrl-C ignored: its services must not inherit that, or they hold its stop"
     hub.stop()
     for learner in (a, b, c):
-        left = hub_support.processes_of(learner.uid)
+        left = class_hub.processes_of(learner.uid)
         assert processes.wait_until_gone(left, 15) == [], f"{learner.name}'s processes outlived the hub: {left}"
 
 
@@ -268,7 +268,7 @@ def test_the_hub_refuses_to_start_where_learners_cannot_make_network_namespaces(
     group = f"pslt{os.getpid()}"
     subprocess.run(["groupadd", group], check=True)
     try:
-        done = hub_support.in_a_user_namespace_without_nested_ones(
+        done = class_hub.in_a_user_namespace_without_nested_ones(
             [str(python), "-m", "labkit.tools.hub", "--group", group, "--check"])
     finally:
         subprocess.run(["groupdel", group], check=True)
