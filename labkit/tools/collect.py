@@ -1,5 +1,7 @@
-"""``labkit collect --group pslab --out class/``: each learner's exercise notebooks from their home on a class hub,
-gathered into the folder ``labkit grade`` takes: ``class/<learner>/ex1_basic_cluster.ipynb``, ...
+"""``labkit collect``: the exercise notebooks in each class hub learner's home, copied for ``labkit grade``.
+
+``labkit collect --group pslab --out class/`` gathers them into the folder ``labkit grade`` takes:
+``class/<learner>/ex1_basic_cluster.ipynb``, ...
 
 It reads ``~/work/exercises/`` of each member of the group (the work folder the hub copies for each learner on
 their first login) and copies the notebooks named as the kit's exercises are, with their file times (``labkit

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import psutil
 
-from labkit.runtime import children
+from labkit.runtime import children, processes
 
 KIT = Path(__file__).resolve().parents[2]
 CONFIG_FILE = Path(__file__).with_name("jupyterhub_config.py")
@@ -210,14 +210,14 @@ def configure(c, settings):
 def stop_leftovers(spawner):
     """JupyterHub's post-stop hook: kill what the learner's stopped server left running (a process started from a
     terminal with nohup, say): every process of their user that carries their server's JUPYTERHUB_USER."""
-    uid = pwd.getpwnam(spawner.user.name).pw_uid
-    for process in psutil.process_iter(["uids"]):
+    name, uid = spawner.user.name, pwd.getpwnam(spawner.user.name).pw_uid
+    for process in processes.carrying("JUPYTERHUB_USER", lambda user: user == name):
         try:
-            if process.info["uids"].real == uid and process.environ().get("JUPYTERHUB_USER") == spawner.user.name:
-                spawner.log.info("pslab: stopping %s's leftover process %d (%s)", spawner.user.name, process.pid,
+            if process.uids().real == uid:
+                spawner.log.info("pslab: stopping %s's leftover process %d (%s)", name, process.pid,
                                  " ".join(process.cmdline())[:120])
                 process.send_signal(signal.SIGKILL)
-        except (psutil.Error, AttributeError):
+        except psutil.Error:
             continue
 
 
