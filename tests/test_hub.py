@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import requests
 
 from labkit.runtime import isolation, processes
 from support import class_hub
@@ -157,6 +158,28 @@ def test_a_learners_work_is_theirs_alone(hub_class, trained):
     assert status == "ok" and int(output) > 1000, f"A reads their own notebook:\n{output}"
     status, output = b.run(trained[b][0], read)
     assert status == "error" and "PermissionError" in output, f"B read A's notebook:\n{output}"
+
+
+def test_a_learners_jupyterlab_refuses_another_learner(hub_class, trained):
+    """Each learner's JupyterLab asks the hub who is logged in (its token on): B's login does not open A's."""
+    _, a, b, _ = hub_class
+    assert a.api("GET", f"/user/{a.name}/api/kernels"), "A lists their own kernels (so the refusal below can fail)"
+    with pytest.raises(requests.HTTPError) as refused:
+        b.api("GET", f"/user/{a.name}/api/kernels")
+    assert refused.value.response.status_code == 403
+    anonymous = requests.get(f"{hub_class[0].url}/user/{a.name}/api/kernels", allow_redirects=False, timeout=30)
+    assert anonymous.status_code in (302, 403), "without a login: sent to log in, or refused"
+
+
+def test_behind_a_tls_proxy_the_hubs_login_cookie_is_marked_secure(hub_class):
+    """nginx passes `X-Scheme: https` on (docs/hub.md): the hub then marks its login cookie Secure, so a browser never
+    sends it over plain http; reached over plain http (an ssh tunnel) it cannot, or no login would work there."""
+    hub, a, _, _ = hub_class
+    for scheme, secure in (("http", False), ("https", True)):
+        cookies = class_hub.log_in(hub.url, a.name, a.password, headers={"X-Scheme": scheme}).raw.headers.getlist(
+            "Set-Cookie")
+        login = [cookie for cookie in cookies if "jupyterhub-hub-login=" in cookie]
+        assert login and all(("; Secure" in cookie) == secure for cookie in login), f"over {scheme}: {cookies}"
 
 
 def test_a_second_cluster_over_the_learners_task_cap_is_refused(hub_class, trained):

@@ -154,6 +154,18 @@ class Hub:
         return self.log_path.read_text()
 
 
+def log_in(url, name, password, headers=None):
+    """Log ``name`` in through the login form of the hub at ``url``, as a browser does (``headers`` on each request,
+    as a reverse proxy adds them): the login's response, its cookies in ``.raw.headers.getlist("Set-Cookie")``."""
+    browser = requests.Session()
+    browser.get(f"{url}/hub/login", headers=headers, timeout=30)
+    login = browser.post(f"{url}/hub/login", allow_redirects=False, timeout=60, headers=headers,
+                         data={"username": name, "password": password, "_xsrf": browser.cookies["_xsrf"]})
+    if login.status_code != 302:
+        raise AssertionError(f"{name} could not log in: {login.status_code} {login.text[:300]}")
+    return login
+
+
 class Learner:
     """One learner at the hub: logged in through its login form, then using the API token it gives them."""
 
@@ -161,12 +173,7 @@ class Learner:
         self.hub, self.name, self.password = hub, name, password
         self.uid = pwd.getpwnam(name).pw_uid
         self.home = Path(pwd.getpwnam(name).pw_dir)
-        browser = requests.Session()
-        browser.get(f"{hub.url}/hub/login", timeout=30)
-        login = browser.post(f"{hub.url}/hub/login", allow_redirects=False, timeout=60,
-                             data={"username": name, "password": password, "_xsrf": browser.cookies["_xsrf"]})
-        if login.status_code != 302:
-            raise AssertionError(f"{name} could not log in: {login.status_code} {login.text[:300]}")
+        log_in(hub.url, name, password)
         token = requests.post(f"{hub.url}/hub/api/users/{name}/tokens", timeout=60,
                               json={"auth": {"username": name, "password": password}, "note": "test"})
         token.raise_for_status()
