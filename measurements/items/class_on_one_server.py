@@ -220,7 +220,8 @@ def measure(out, counts=LEARNER_COUNTS):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog=f"python -m {__name__}", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m measurements.items.class_on_one_server",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="where to write class.json")
     parser.add_argument("--learners", type=int, nargs="+", default=list(LEARNER_COUNTS), metavar="N",
                         help="how many learners at once, one round each (default: %(default)s)")
