@@ -10,14 +10,16 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 TEST_STAMP := $(VENV)/.test-installed-stamp
+HUB_STAMP := $(VENV)/.hub-installed-stamp
 KERNEL := pslab
 # The learner's copies of notebooks/, exercises/ and docs/ (git ignores it; see labkit/tools/workfolder.py).
 WORK   := work
 WHEELHOUSE := wheelhouse
 
 .DEFAULT_GOAL := help
-.PHONY: help lab lab-small test test-fast test-defaults install install-test kernel exercises doctor doctor-small bench \
-	bench-report bench-startup measurements docs sync-notebooks site check-platforms test-offline-install learner-bundle clean-runs
+.PHONY: help lab lab-small hub test test-fast test-defaults install install-test install-hub kernel exercises doctor \
+	doctor-small bench bench-report bench-startup measurements docs sync-notebooks site check-platforms test-offline-install \
+	learner-bundle clean-runs
 
 help: ## list the targets, one line each
 	@echo "PS Lab: make lab to start, make test to check everything. Targets:"
@@ -42,12 +44,18 @@ $(STAMP): pyproject.toml labkit/tools/kernelspec.py jupyterlab/overrides.json
 	mkdir -p $(LAB_SETTINGS) && cp jupyterlab/overrides.json $(LAB_SETTINGS)/overrides.json
 	touch $(STAMP)
 
-install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test" and "site" extras)
+install-test: $(TEST_STAMP) ## install the test and authoring tools too (the "test", "site" and "hub" extras)
 
-# The wheelhouse holds the learner's wheels: the test tools come from the index.
+# The wheelhouse holds the learner's wheels: the test and hub tools come from the index.
 $(TEST_STAMP): $(STAMP)
-	$(WHEELHOUSE_INSTALL) --index -- -e '.[test,site]'
+	$(WHEELHOUSE_INSTALL) --index -- -e '.[test,site,hub]'
 	touch $(TEST_STAMP)
+
+install-hub: $(HUB_STAMP) ## install the class hub's tools too (the "hub" extra: JupyterHub, its proxy, its idle culler)
+
+$(HUB_STAMP): $(STAMP)
+	$(WHEELHOUSE_INSTALL) --index -- -e '.[hub]'
+	touch $(HUB_STAMP)
 
 kernel: ## (re)register the "PS Lab" Jupyter kernel: the kit's environment variables, started isolated where possible
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) \
@@ -63,6 +71,26 @@ lab: install ## install if needed, copy the notebooks into work/ (once), cache f
 	@if [ -z "$$LABKIT_OFFLINE$$LABKIT_MNIST_SOURCE" ]; then $(VENV)/bin/labkit data download || \
 	  echo "make lab: the notebooks will use the 5,000-image MNIST subset"; fi
 	$(PY) -m labkit.tools.lab $(WORK)
+
+# The class hub (docs/hub.md), as root. The kit goes where every learner can read it (HUB_PREFIX), without
+# solutions/ (learners may read all of it), into a venv made from this system's own Python: one in root's home
+# (pyenv's, uv's) is out of the learners' reach. Then labkit.tools.hub checks the server and runs JupyterHub,
+# from HUB_PREFIX: `python -m` would take the kit in the current folder first.
+HUB_GROUP ?=
+HUB_PREFIX ?= /opt/pslab
+HUB_ARGS ?=
+SYSTEM_PATH := /usr/local/bin:/usr/bin:/bin
+hub: ## (as root) JupyterHub for the users in group HUB_GROUP: the kit installed in /opt/pslab, then the hub (docs/hub.md)
+	@test -n "$(HUB_GROUP)" || { echo "make hub: name the class's Unix group: sudo make hub HUB_GROUP=pslab (docs/hub.md)" >&2; exit 2; }
+	@test "$$(id -u)" = 0 || { echo "make hub: run it as root (sudo): the hub starts each learner's server as that learner" >&2; exit 2; }
+ifneq ($(abspath $(HUB_PREFIX)),$(CURDIR))
+	$(FIND_PYTHON) "$$python" scripts/learner_bundle.py --wheelhouse $(WHEELHOUSE) dist/pslab-hub.tar.gz
+	mkdir -p $(HUB_PREFIX) && tar -xzf dist/pslab-hub.tar.gz --strip-components=1 --no-same-owner -C $(HUB_PREFIX)
+endif
+	python=$$(PATH=$(SYSTEM_PATH) sh scripts/find_python.sh $(PYTHON)) && $(MAKE) -C $(HUB_PREFIX) install-hub PYTHON="$$python"
+	chmod -R go+rX,go-w $(HUB_PREFIX)
+	$(HUB_PREFIX)/$(VENV)/bin/labkit data download || echo "make hub: the learners will use the 5,000-image MNIST subset"
+	cd $(HUB_PREFIX) && $(PY) -m labkit.tools.hub --group $(HUB_GROUP) $(HUB_ARGS)
 
 # The kernels inherit the variable from JupyterLab.
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached

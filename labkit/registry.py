@@ -32,9 +32,11 @@ def forget(name, owner_pid, cluster):
         del _live_clusters[name]
 
 
-def state_dir():
-    """Where clusters record themselves for ``labkit status``: ``LABKIT_STATE_DIR``, read when used."""
-    return Path(os.environ.get("LABKIT_STATE_DIR", Path.home() / ".cache" / "labkit" / "clusters"))
+def state_dir(home=None):
+    """Where clusters record themselves for ``labkit status``: ``LABKIT_STATE_DIR``, read when used; in ``home``, where
+    that user's clusters record themselves unless they set it."""
+    default = Path(home or Path.home()) / ".cache" / "labkit" / "clusters"
+    return default if home else Path(os.environ.get("LABKIT_STATE_DIR", default))
 
 
 def record(state):
@@ -52,13 +54,15 @@ def state_path(name, owner_pid):
     return state_dir() / f"{name}-{owner_pid}.json"
 
 
-def running_clusters():
-    """Clusters recorded by live LocalCluster owners on this machine, with each task's liveness."""
+def running_clusters(directory=None):
+    """Clusters recorded by live LocalCluster owners on this machine, with each task's liveness: this user's, or
+    those recorded in ``directory`` (another user's state folder, read and left as it is)."""
     found = []
-    for path in sorted(state_dir().glob("*.json")):
+    for path in sorted(Path(directory or state_dir()).glob("*.json")):
         state = json.loads(path.read_text())
         if not processes.running(state["owner_pid"]):
-            path.unlink(missing_ok=True)
+            if directory is None:
+                path.unlink(missing_ok=True)
             continue
         for task in state["tasks"]:
             task["alive"] = task["pid"] is not None and processes.running(task["pid"])

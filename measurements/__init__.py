@@ -10,8 +10,8 @@ measurements/recorded/ (committed). ``page`` renders docs/measurements.md from t
 ``publish`` writes the figures other files quote: the README's test times, each notebook's "*Runs in ...*"
 sentence and time notes, labkit/tools/notebook_peaks.json. Adding an item: its module, and its line below.
 """
-from measurements.items import (bench_report, cost_model, grading, install, long_cells, notebooks, startup, stress,
-                                tests, variants, workshop_day)
+from measurements.items import (bench_report, class_on_one_server, cost_model, grading, install, long_cells, notebooks,
+                                startup, stress, tests, variants, workshop_day)
 
 # In the order of the page's sections (and of the runs).
 ITEMS = [
@@ -20,6 +20,7 @@ ITEMS = [
     startup,
     notebooks,
     workshop_day,
+    class_on_one_server,
     grading,
     variants,
     cost_model,

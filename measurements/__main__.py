@@ -8,7 +8,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m measurements", description=__doc__)
     parser.add_argument("--only", nargs="+", default=[], metavar="NAME",
                         help="measure only these runs, again if recorded (name prefixes: tests, startup, 06, ex2, "
-                             "small-laptop-, day-, grading, bench-report, stress)")
+                             "small-laptop-, day-, class, grading, bench-report, stress)")
     parser.add_argument("--render", action="store_true", help="measure nothing: render and publish from the records")
     options = parser.parse_args(argv)
     if not options.render:

@@ -33,8 +33,10 @@ def readme(text, recorded):
             f"{minutes(calls['unit']['wall_seconds'])}{at_speed}.*")
     tiers = calls["all"]["tiers"]
     text = TEST_TIMES_LINE.sub(line, text)
-    return TIER_ROW.sub(lambda row: f"{row[1]} {minutes(tiers[row[2]]['seconds'] if row[2] in tiers else 0)} |"
-                        if row[2] in tests.TIERS else row[0], text)
+    def tier_time(tier):
+        return minutes(tiers[tier]["seconds"]) if tier in tiers else "not measured yet"
+
+    return TIER_ROW.sub(lambda row: f"{row[1]} {tier_time(row[2])} |" if row[2] in tests.TIERS else row[0], text)
 
 
 def first_line(seconds, pss_gb, uses_mnist):

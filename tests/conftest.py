@@ -29,7 +29,7 @@ from support.processes import no_orphan_task_processes  # noqa: E402, F401  (an 
 
 # The heaviest tier first: pytest-xdist (--dist loadfile) hands out the test files in this order, so the many short
 # unit files even out the workers' ends.
-FIRST_TO_LAST = ("notebook", "browser", "root", "cluster", "unit")
+FIRST_TO_LAST = ("hub", "notebook", "browser", "root", "cluster", "unit")
 
 
 def pytest_configure(config):

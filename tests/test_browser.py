@@ -6,7 +6,6 @@ links to a docs page, an exercise and another notebook each open. (The notebooks
 executed smoke copies in the browser.)
 """
 import json
-import re
 from pathlib import Path
 
 import nbformat
@@ -15,7 +14,8 @@ from playwright.sync_api import expect
 
 from labkit.runtime import processes
 from labkit.tools import workfolder
-from support.browser import SECONDS, browser_page, failure_screenshot, lab, needs_chromium  # noqa: F401  (fixtures)
+from support.browser import (SECONDS, browser_page, failure_screenshot, first_heading, lab,  # noqa: F401  (fixtures)
+                             needs_chromium)
 from support.costs import bench_rows
 from support.processes import task_processes
 
@@ -144,13 +144,3 @@ def test_links_in_a_notebook_open_their_targets_in_the_work_folder(lab, browser_
             screenshot(f"link-to-{Path(target).stem}")
         expect(page.get_by_text(NEWS_QUESTION), "JupyterLab asked about news: are the kit's lab settings "
                                                 "(jupyterlab/overrides.json) installed?").to_have_count(0)
-
-
-def first_heading(path):
-    """The text of the first level-1 heading of a Markdown file or a notebook's Markdown cells."""
-    if path.suffix == ".ipynb":
-        text = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells
-                         if cell.cell_type == "markdown")
-    else:
-        text = path.read_text()
-    return re.search(r"^# (.+)$", text, re.MULTILINE).group(1).strip()

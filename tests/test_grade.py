@@ -306,12 +306,21 @@ def test_a_server_started_by_hand_over_the_task_limit_exits_before_tensorflow_lo
         server.main()
 
 
-@pytest.mark.parametrize("limit, message", [("4", None), ("", None), ("four", "LABKIT_MAX_TASKS must be a whole number")])
-def test_the_task_limit_lets_a_cluster_within_it_start_and_names_a_bad_limit(monkeypatch, limit, message):
-    monkeypatch.setenv(children.MAX_TASKS_VARIABLE, limit)
+CLUSTER, USER = children.MAX_TASKS_VARIABLE, children.MAX_USER_TASKS_VARIABLE
+
+
+@pytest.mark.parametrize("variable, limit, message", [
+    (CLUSTER, "4", None), (CLUSTER, "", None), (CLUSTER, "four", "LABKIT_MAX_TASKS must be a whole number"),
+    (USER, "1000", None), (USER, "", None), (USER, "1", r"you would run \d+, but at most 1 are allowed"),
+    (USER, "four", "LABKIT_MAX_USER_TASKS must be a whole number")])
+def test_the_task_limits_let_a_cluster_within_them_start_and_name_a_bad_limit(monkeypatch, variable, limit, message):
+    """LABKIT_MAX_TASKS caps one cluster; LABKIT_MAX_USER_TASKS (a class hub's) caps all of this user's task processes
+    at once, so more than a limit of one is refused whatever else runs (tests/test_hub.py sees a learner's second
+    cluster refused while their first runs)."""
+    monkeypatch.setenv(variable, limit)
     if message:
         with pytest.raises(ValueError, match=message):
-            children.check_task_limit(2, "1 worker and 1 parameter server")
+            children.check_task_limit(4, "3 workers and 1 parameter server")
     else:
         assert children.check_task_limit(4, "3 workers and 1 parameter server") is None
 

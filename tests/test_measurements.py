@@ -11,7 +11,7 @@ import pytest
 from labkit import verdict
 from labkit.tools import doctor
 from measurements import page, publish, records, runner
-from measurements.items import Run, grading, notebooks, tests, workshop_day
+from measurements.items import Run, class_on_one_server, grading, notebooks, tests, workshop_day
 
 
 def test_the_page_and_every_quoted_figure_are_what_the_records_render():
@@ -48,12 +48,14 @@ def test_the_test_times_come_from_what_each_pytest_call_recorded(tmp_path):
     assert any("load 0.50; a bare `import tensorflow` took 4.04 s just before" in line for line in lines), \
         "the machine's speed when the tests ran"
     assert "| `make test` (every tier, 2 workers) | 11.2 min | 548 tests, 40 s | 90 tests, 8.3 min | 230 tests, " \
-           "10.7 min | 9 tests, 45 s |  |" in lines
-    assert "| `make test-fast` (`-m unit`, 2 workers) | 50 s | 548 tests, 1.6 min |  |  |  |  |" in lines
-    readme = "*`make test` takes (not measured yet).*\n\n| `cluster` | start processes | |\n| `other` | a table | x |\n"
+           "10.7 min | 9 tests, 45 s |  |  |" in lines
+    assert "| `make test-fast` (`-m unit`, 2 workers) | 50 s | 548 tests, 1.6 min |  |  |  |  |  |" in lines
+    readme = ("*`make test` takes (not measured yet).*\n\n| `cluster` | start processes | |\n| `hub` | the class hub | 9 s |\n"
+              "| `other` | a table | x |\n")
     assert publish.readme(readme, recorded) == ("*`make test` takes 11.2 min; `make test-fast` 50 s (a bare "
                                                 "`import tensorflow` took 4.0 s there then).*"
-                                                "\n\n| `cluster` | start processes | 8.3 min |\n| `other` | a table | x |\n")
+                                                "\n\n| `cluster` | start processes | 8.3 min |\n| `hub` | the class hub | not measured yet |"
+                                                "\n| `other` | a table | x |\n")
     (tmp_path / "all.json").write_text((tmp_path / "all.json").read_text().replace('"exit_status": 0', '"exit_status": 1'))
     assert tests.result(None, tmp_path) is None, "a failed call is not a measurement"
 
@@ -189,3 +191,29 @@ def test_a_notebooks_verdicts_are_rows_of_their_own_and_floats_are_rounded():
     assert "| `hot_share` | 0.8809 |" in text and "| `pss_mb` | [505.6, 503.8] |" in text
     assert "| verdict `spread_vs_row_ranges` | wins: the busiest server's share, ratio 0.3" in text
     assert "over 3 blocks |" in text and "'verdict'" not in text
+
+
+def class_round(learners, seconds, failed=None, peak_mb=3000):
+    return {"learners": learners, "learner_peak_mb": [peak_mb] * learners, "hub_peak_mb": 150,
+            "learners_peak_mb": peak_mb * learners, "all_peak_mb": peak_mb * learners + 150,
+            "steps": [[{"notebook": "02_strategy_and_mnist", "seconds": seconds, "failed": failed}]] * learners}
+
+
+def test_the_class_sizing_counts_only_rounds_within_twice_the_time_alone_and_with_no_failed_cell():
+    result = {"cores": 2, "rounds": [class_round(1, 50, peak_mb=3500), class_round(2, 90), class_round(4, 100)]}
+    assert class_on_one_server.class_sizing(result) == (3.5, 0.15, 2.0), "every round within twice the time alone"
+    result["rounds"][2] = class_round(4, 101)
+    assert class_on_one_server.class_sizing(result)[2] == 1.0, "4 learners took more than twice as long: 1 per core"
+    result["rounds"][2] = class_round(4, 60, failed="code cell 30: error, CancelledError")
+    assert class_on_one_server.class_sizing(result)[2] == 1.0, "a round with a failed cell sizes nothing"
+    assert class_on_one_server.learners_for(32, 8, 3.5, 0.15, 1.0) == 8  # min(⌊(32 − 1 − 0.15) / 3.5⌋, 8)
+    assert class_on_one_server.learners_for(16, 8, 3.5, 0.15, 1.0) == 4  # memory decides
+    record = {"log": LOG, "result": {**result, "plan": ["00"], "memory_gb": 25.3}}
+    text = "\n".join(class_on_one_server.section({"class": record}))
+    assert "| 4 | 3.0 GB | 12.0 GB | 12.2 GB | `02_strategy_and_mnist`, 60 s | 60 s | `02_strategy_and_mnist` code " \
+           "cell 30: error, CancelledError (4 learners) |" in text, "a failure shared by learners is listed once, counted"
+    assert "| 128 GB | 32 | 32 |" in text, "k = 1 learner per core (the failed round of 4 counts not): 32, not 36"
+    for round_ in result["rounds"][1:]:
+        round_["steps"][0][0]["failed"] = "code cell 1: error"
+    result["rounds"][0]["steps"] = [[{"notebook": "00_welcome", "seconds": 5, "failed": "code cell 1: error"}]]
+    assert "Every round had a cell fail, so the page gives no sizing." in class_on_one_server.section({"class": record})

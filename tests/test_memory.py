@@ -99,3 +99,6 @@ def test_a_jupyter_server_and_its_kernels_are_named_apart():
     assert task_name(kernel) == "kernel"
     launcher = CommandLine(sys.executable, "-m", "labkit.runtime.isolation", "-f", "/tmp/jupyterlab-runtime/kernel-1.json")
     assert task_name(launcher) == "kernel launcher"
+    hub_server = CommandLine(sys.executable, "-m", "jupyterhub.singleuser", '--ServerApp.terminado_settings={'
+                             '"shell_command": ["python", "-m", "labkit.runtime.isolation", "--inside"]}')
+    assert task_name(hub_server) == "jupyter server", "a setting that names the launcher does not make a launcher"

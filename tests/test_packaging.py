@@ -53,7 +53,7 @@ def test_the_learners_install_carries_no_test_tool_and_the_test_extra_carries_th
 
 def test_make_test_installs_the_test_extra_and_make_lab_the_kit_alone():
     makefile = (ROOT / "Makefile").read_text()
-    assert "-e '.[test,site]'" in makefile.split("\n$(TEST_STAMP):")[1].split("\n\n")[0]
+    assert "-e '.[test,site,hub]'" in makefile.split("\n$(TEST_STAMP):")[1].split("\n\n")[0]
     assert makefile.split("\n$(STAMP):")[1].split("\n\n")[0].count("-e .\n") == 1
     assert re.search(r"\ntest: install-test\b", makefile) and re.search(r"\nlab: install\b", makefile)
 
@@ -70,7 +70,7 @@ def test_tensorflow_and_tf_keras_share_a_minor_version():
 def test_installed_versions_are_the_pinned_ones():
     from importlib.metadata import version
 
-    for name, pinned in (pyproject_pins() | pyproject_pins("test")).items():
+    for name, pinned in (pyproject_pins() | pyproject_pins("test") | pyproject_pins("hub")).items():
         assert version(name) == pinned, f"{name} {version(name)} is installed but {pinned} is pinned"
 
 

@@ -84,4 +84,4 @@ def test_make_install_test_asks_the_wheelhouse_step_for_the_index(tmp_path, monk
     monkeypatch.setattr(wheelhouse, "install", lambda folder, requirements, index: asked.append((requirements, index)) or 0)
     with pytest.raises(SystemExit) as stopped:
         wheelhouse.main(shlex.split(line)[2:])
-    assert stopped.value.code == 0 and asked == [(["-e", ".[test,site]"], True)]
+    assert stopped.value.code == 0 and asked == [(["-e", ".[test,site,hub]"], True)]

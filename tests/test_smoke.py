@@ -65,7 +65,7 @@ def test_a_run_as_on_macos_stops_at_the_failing_cell_and_its_readers_say_so(tmp_
 
 
 def test_a_test_has_one_tier_and_unit_without_a_tier_marker():
-    assert tier_times.TIERS == ("unit", "cluster", "notebook", "browser", "root"), "pyproject.toml's markers"
+    assert tier_times.TIERS == ("unit", "cluster", "notebook", "browser", "root", "hub"), "pyproject.toml's markers"
     assert tier_times.tier(["parametrize", "notebook", "timeout"]) == "notebook"
     assert tier_times.tier(["parametrize"]) == "unit"
     with pytest.raises(ValueError, match=r"tier markers \['browser', 'notebook'\]: give it one"):

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import threading
 
+import psutil
+
 from labkit.runtime import processes
 
 # Set by start(): only a child whose stdin is that pipe may treat end-of-file as "parent gone".
@@ -19,6 +21,9 @@ from labkit.runtime import processes
 STARTED_BY_PARENT = "LABKIT_EXIT_WITH_PARENT"
 # If set, one cluster (a LocalCluster, an all-reduce run) may have at most this many task processes.
 MAX_TASKS_VARIABLE = "LABKIT_MAX_TASKS"
+# If set, this Unix user may run at most this many task processes at once, over all their clusters (a class hub's cap).
+MAX_USER_TASKS_VARIABLE = "LABKIT_MAX_USER_TASKS"
+TASK_MODULES = (processes.SERVER_MODULE, "labkit.allreduce")  # the programs that count as task processes
 
 
 def start(module, *arguments, env=None, stdout=subprocess.PIPE, stderr=subprocess.STDOUT):
@@ -78,19 +83,43 @@ class TaskLimitError(ValueError):
     """A cluster asked for more task processes than ``LABKIT_MAX_TASKS`` allows."""
 
 
-def check_task_limit(count, asked):
-    """Raise a TaskLimitError if ``count`` task processes are more than ``LABKIT_MAX_TASKS`` allows.
+def check_task_limit(count, asked, starting=None):
+    """Raise a TaskLimitError if ``count`` task processes are more than ``LABKIT_MAX_TASKS`` allows, or if this
+    user's running task processes and the ``starting`` ones (default: all ``count``) are more than
+    ``LABKIT_MAX_USER_TASKS`` allows.
 
     ``asked`` says what asked for them, e.g. "16 workers and 1 parameter servers". Every launcher of a
     cluster's task processes calls this before it starts any, and each task server checks its TF_CONFIG's
-    cluster again (so servers started by hand are capped too).
+    cluster again, already running itself (``starting=0``), so servers started by hand are capped too.
     """
-    limit = os.environ.get(MAX_TASKS_VARIABLE)
-    if not limit:
-        return
-    if not limit.isdigit():
-        raise ValueError(f"{MAX_TASKS_VARIABLE} must be a whole number of task processes, got {limit!r}.")
-    if count > int(limit):
+    limit = _limit(MAX_TASKS_VARIABLE)
+    if limit is not None and count > limit:
         raise TaskLimitError(f"{asked} make {count} task processes, but at most {limit} are allowed here "
                              f"({MAX_TASKS_VARIABLE}={limit}, which labkit grade sets so that one notebook cannot "
                              "take the machine): ask for fewer.")
+    user_limit = _limit(MAX_USER_TASKS_VARIABLE)
+    starting = count if starting is None else starting
+    if user_limit is not None and (running := len(running_tasks_of_this_user())) + starting > user_limit:
+        raise TaskLimitError(f"{asked}: with the {running} task processes you run already, you would run "
+                             f"{running + starting}, but at most {user_limit} are allowed at once for each user here "
+                             f"({MAX_USER_TASKS_VARIABLE}={user_limit}, which the class's JupyterHub sets so that one "
+                             "learner cannot take the server). `labkit status` lists your clusters: stop those you no "
+                             "longer need (shut down their notebooks' kernels), or ask for fewer.")
+
+
+def _limit(variable):
+    """The whole number in environment ``variable``, or None when it is unset or empty."""
+    limit = os.environ.get(variable)
+    if not limit:
+        return None
+    if not limit.isdigit():
+        raise ValueError(f"{variable} must be a whole number of task processes, got {limit!r}.")
+    return int(limit)
+
+
+def running_tasks_of_this_user():
+    """The task processes (``TASK_MODULES``) this Unix user runs now, in any of their clusters and namespaces."""
+    me = os.getuid()
+    return [process for process in psutil.process_iter(["uids", "cmdline"])
+            if process.info["uids"] and process.info["uids"].real == me
+            and any(module in (process.info["cmdline"] or []) for module in TASK_MODULES)]

@@ -56,11 +56,13 @@ def main():
 
 
 def exit_if_over_the_task_limit(cluster):
-    """Exit, before TensorFlow loads, if the cluster's servers are more than ``LABKIT_MAX_TASKS`` allows:
-    so a cluster started by hand (exercise 1, an exported plan) is capped as a LocalCluster is."""
+    """Exit, before TensorFlow loads, if the cluster's servers are more than ``LABKIT_MAX_TASKS`` allows, or
+    this user's running tasks (this one among them) more than ``LABKIT_MAX_USER_TASKS``: so a cluster started by
+    hand (exercise 1, an exported plan) is capped as a LocalCluster is."""
     workers, ps = len(cluster.get("worker", [])), len(cluster.get("ps", []))
     try:
-        children.check_task_limit(workers + ps, f"{workers} workers and {ps} parameter servers in TF_CONFIG")
+        children.check_task_limit(workers + ps, f"{workers} workers and {ps} parameter servers in TF_CONFIG",
+                                  starting=0)
     except ValueError as error:  # a TaskLimitError, or a limit that is not a number
         sys.exit(f"{processes.SERVER_MODULE}: {error}")
 

@@ -144,21 +144,36 @@ def add_up(commands):
 
 # ----- status -----------------------------------------------------------------
 def cmd_status(args):
-    """List the clusters LocalCluster started on this machine, task by task, alive or dead."""
+    """List the clusters LocalCluster started on this machine, task by task, alive or dead (--all-users: everyone's)."""
+    if args.all_users:
+        from labkit.tools import class_status
+
+        print("\n".join(class_status.report()))
+        return
     clusters = running_clusters()
     if not clusters:
         print("no running labkit clusters")
     for state in clusters:
-        print(f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})")
-        print("  " + ("in a private network namespace (its owner's): these addresses reach it from inside that "
-                      "namespace only, not from this terminal or any other machine" if state.get("network") == "isolated"
-                      else "its ports are reachable from this terminal and from other machines on the network"))
-        for task in state["tasks"]:
-            print(task_line(task["task"], task["address"], task["pid"], "alive" if task["alive"] else "dead"))
+        print("\n".join(cluster_lines(state)))
+
+
+def cluster_lines(state):
+    """A running cluster (a dict of ``running_clusters()``) as ``labkit status`` shows it: a heading, where it can be
+    reached from, then its tasks."""
+    return [f"cluster {state['name']!r} (owner pid {state['owner_pid']}, logs {state['log_dir']})",
+            "  " + ("in a private network namespace (its owner's): these addresses reach it from inside that "
+                    "namespace only, not from this terminal or any other machine" if state.get("network") == "isolated"
+                    else "its ports are reachable from this terminal and from other machines on the network"),
+            *(task_line(task["task"], task["address"], task["pid"], "alive" if task["alive"] else "dead")
+              for task in state["tasks"])]
 
 
 def add_status(commands):
-    add_command(commands, "status", cmd_status, "labkit status")
+    status = add_command(commands, "status", cmd_status, "labkit status\n  sudo labkit status --all-users    "
+                                                         "(a class hub: every learner's)")
+    status.add_argument("--all-users", action="store_true",
+                        help="(root) every user who runs a Jupyter server, kernel or task here: their memory (summed "
+                             "PSS), processes and clusters, as an instructor watches a class hub")
 
 
 # ----- tf-config --------------------------------------------------------------
@@ -253,6 +268,23 @@ def cmd_exercises(args):
 def add_exercises(commands):
     exercises.add_arguments(add_command(commands, "exercises", cmd_exercises,
                                         "labkit exercises --check     (the same as: make exercises, without --check)"))
+
+
+# ----- collect ----------------------------------------------------------------
+def cmd_collect(args):
+    """(root, on a class hub) Gather each learner's exercise notebooks from their home into a folder labkit grade takes."""
+    from labkit.tools import collect
+
+    collect.run(args)
+
+
+def add_collect(commands):
+    parser = add_command(commands, "collect", cmd_collect, "sudo labkit collect --group pslab --out class/\n  "
+                         "sudo labkit grade class/ --out graded/ --jobs 2")
+    parser.add_argument("learners", nargs="*", metavar="NAME", help="the learners' user names (default: --group's members)")
+    parser.add_argument("--group", help="the class hub's Unix group (make hub HUB_GROUP=...): collect from its members")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="a new folder: DIR/<learner>/<exercise>.ipynb, root's alone")
 
 
 # ----- sweep ------------------------------------------------------------------
@@ -504,7 +536,7 @@ def add_grade(commands):
 # In the order a learner meets them: check the machine, a first run, clusters by hand, the
 # exercises, then `labkit sweep`, the benchmarks and the tools for real machines.
 COMMANDS = (add_doctor, add_data, add_demo, add_up, add_status, add_tf_config, add_stop, add_exercises,
-            add_grade, add_sweep, add_bench, add_export)
+            add_collect, add_grade, add_sweep, add_bench, add_export)
 
 
 def build_parser():

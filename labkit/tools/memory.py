@@ -21,7 +21,7 @@ from labkit.runtime import processes
 MB = 1e6
 PROGRAMS = (("ipykernel_launcher", "kernel"), ("labkit.deploy.coordinator", "coordinator"),
             ("labkit.deploy.evaluator", "evaluator"), ("labkit.runtime.isolation", "kernel launcher"),
-            ("jupyterlab", "jupyter server"))  # the first that matches
+            ("jupyterlab", "jupyter server"), ("jupyterhub.singleuser", "jupyter server"))  # the first that matches
 
 
 def task_name(process):
@@ -33,7 +33,7 @@ def task_name(process):
     if "labkit.allreduce" in cmdline:
         return f"all-reduce {_task_in_tf_config(process)}"
     for module, name in PROGRAMS:
-        if any(module in part for part in cmdline):
+        if module in cmdline:  # its own argument, as `python -m` takes it: a setting that names it does not count
             return name
     return Path(cmdline[0]).name if cmdline else process.name()
 
@@ -76,3 +76,19 @@ class PeakMemory(processes.Watcher):
         largest = sorted(self.task_mb.items(), key=lambda item: -item[1])[:4]
         return {f"peak_{self.measure}_mb": self.peak_mb, "peak_rss_mb": self.rss_mb, "peak_alone_mb": self.alone_mb,
                 "largest_tasks": " ".join(f"{name}={mb}" for name, mb in largest)}
+
+
+def by_user(uids):
+    """{uid: {process: (what it is (task_name), its memory in bytes by ``processes.memory_measure()``)}} of every
+    process each of ``uids`` runs now. Reading another user's PSS needs root; a process that ends meanwhile, or
+    whose memory cannot be read, is left out."""
+    measure, found = processes.memory_measure(), {uid: {} for uid in uids}
+    for process in psutil.process_iter(["uids"]):
+        uids_now = process.info["uids"]
+        if uids_now is None or uids_now.real not in found:
+            continue
+        try:
+            found[uids_now.real][process] = task_name(process), getattr(process.memory_full_info(), measure)
+        except (psutil.Error, ProcessLookupError):
+            continue
+    return found

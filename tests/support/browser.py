@@ -1,4 +1,4 @@
-"""JupyterLab as `make lab` runs it and headless Chromium to look at it, for the browser tests.
+"""JupyterLab as `make lab` runs it and headless Chromium to look at it, for the browser tests (and the hub's).
 
 Debian's Chromium (/usr/bin/chromium; Playwright never downloads a browser here); a test marked
 ``needs_chromium`` is skipped, saying why, where there is none. Screenshots go to runs/browser-test/.
@@ -10,6 +10,7 @@ import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
+import nbformat
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
@@ -127,3 +128,13 @@ def look_at_figures_and_stderr(browser_page, lab, executed):
         assert not page.get_by_text("<Figure size").count(), "a figure shows as text"
         stderr = page.locator('.jp-Notebook [data-mime-type="application/vnd.jupyter.stderr"]')
         assert stderr.count() == 0, f"red stderr output in {executed.stem}: {stderr.all_inner_texts()[:3]}"
+
+
+def first_heading(path):
+    """The text of the first level-1 heading of a Markdown file or a notebook's Markdown cells."""
+    if path.suffix == ".ipynb":
+        text = "\n".join(cell.source for cell in nbformat.read(path, as_version=4).cells
+                         if cell.cell_type == "markdown")
+    else:
+        text = path.read_text()
+    return re.search(r"^# (.+)$", text, re.MULTILINE).group(1).strip()
