@@ -2,6 +2,7 @@
 code, notebooks, exercises, solutions, scripts, tests or pages. The retired names are written once, in
 labkit/tools/conventions.py; `make docs` states them in docs/contributing.md."""
 import ast
+import functools
 import json
 import re
 import sys
@@ -37,12 +38,13 @@ def texts(path):
     return text, [text]
 
 
+@functools.cache  # each source parsed once, not once per retired name
 def identifiers(source):
     """Names the source binds or reads (variables, arguments, keywords, definitions), not attributes."""
     try:
         tree = ast.parse(source)
     except SyntaxError:  # a page's fragment: every word not after a dot
-        return set(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", source))
+        return frozenset(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", source))
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
@@ -53,7 +55,7 @@ def identifiers(source):
             found.add(node.arg)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.add(node.name)
-    return found
+    return frozenset(found)
 
 
 def recovery_job_file(relative):
