@@ -1,5 +1,5 @@
 """The class hub (`make hub`, labkit.tools.hub) for real: three Unix users made for the test log in through its
-login form, start their servers, and run code in their PS Lab kernels through its proxy (tests/support/class_hub.py).
+login form, start their servers, and run code in their PS Lab kernels through its proxy (measurements/class_hub.py, which drives the class measurement too).
 
 Learners A and B train on a LocalCluster each, at once; A's kernel and tasks run as A, in a namespace of their own;
 B cannot connect to A's task ports and binds the very same port numbers; B cannot read A's work; A's second
@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from labkit.runtime import isolation, processes
-from support import class_hub
+from measurements import class_hub
 from support.browser import SECONDS, browser_page, failure_screenshot, first_heading  # noqa: F401 (a fixture)
 
 CULL_IDLE_SECONDS = 30

@@ -8,12 +8,11 @@ solved) one after the other, each in a kernel of its own, and run their code cel
 proxy, kernels left open except at the break (as in the workshop day). Every half second it samples each learner's
 memory (the summed PSS of all their processes: server, kernels, tasks) and the hub's own (its proxy and services
 with it). It writes, per N: each learner's peak and each notebook's run time, the peak of the learners together
-and with the hub. The hub and its learners are driven as the hub tier drives them (tests/support/class_hub.py).
+and with the hub. The hub and its learners are driven by measurements/class_hub.py, as the hub tier drives them.
 The page gives each round, then the sizing formula and its table of servers.
 """
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -28,6 +27,7 @@ import psutil
 from labkit.runtime import processes
 from labkit.tools import memory
 from labkit.tools.doctor import THREE_HOUR_PLAN
+from measurements import class_hub
 from measurements.items import Run
 from measurements.items.workshop_day import BREAK_BEFORE, day_notebook
 from measurements.records import ROOT, gigabytes, json_file, measured_at, minutes, titled
@@ -138,15 +138,6 @@ def class_rounds(record):
     return lines + [""]
 
 
-def class_hub():
-    """tests/support/class_hub.py, the hub and its learners as the hub tier drives them, loaded by its path (tests/
-    is no package of the kit's)."""
-    spec = importlib.util.spec_from_file_location("class_hub", ROOT / "tests" / "support" / "class_hub.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def plan_notebooks(learner):
     """The plan's notebooks in ``learner``'s work folder, as paths in it; the exercise replaced by its solution."""
     found = [day_notebook(learner.home / "work", prefix) for prefix in THREE_HOUR_PLAN]
@@ -181,12 +172,11 @@ async def run_the_plan(learner, notebooks):
     return steps
 
 
-def one_class(drivers, python, folder, count):
-    """``count`` learners run the plan at once through a hub of their own (``drivers``: ``class_hub()``): that round's
-    record."""
-    with drivers.class_users(count) as (group, users), \
-            drivers.Hub(python, group, folder / f"hub-{count}", *HUB_OPTIONS) as hub:
-        learners = [drivers.Learner(hub, name, password) for name, password in users.items()]
+def one_class(python, folder, count):
+    """``count`` learners run the plan at once through a hub of their own: that round's record."""
+    with class_hub.class_users(count) as (group, users), \
+            class_hub.Hub(python, group, folder / f"hub-{count}", *HUB_OPTIONS) as hub:
+        learners = [class_hub.Learner(hub, name, password) for name, password in users.items()]
         for learner in learners:
             learner.start_server()
         notebooks = {learner: plan_notebooks(learner) for learner in learners}
@@ -206,11 +196,10 @@ def measure(out, counts=LEARNER_COUNTS):
     """Every round of ``counts`` learners, written to ``out``/class.json."""
     if os.geteuid() != 0:
         sys.exit("class on one server: run it as root: it makes the learners' Unix users and runs the hub")
-    drivers = class_hub()
-    folder = drivers.world_readable_folder("pslab-class-")
+    folder = class_hub.world_readable_folder("pslab-class-")
     try:
-        python = drivers.learners_python(folder / "python")
-        rounds = [one_class(drivers, python, folder, count) for count in counts]
+        python = class_hub.learners_python(folder / "python")
+        rounds = [one_class(python, folder, count) for count in counts]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)

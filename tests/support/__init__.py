@@ -8,5 +8,4 @@
 - ``exercises``: the exercises' smoke parameters and the wrong answers their checks must reject
 - ``costs``: benchmark rows of hand-built costs; ``gradients``: a gradient to compress
 - ``network``: hosts as network namespaces (root); ``scripts``: scripts/ as modules; ``tier_times``: the tiers
-- ``class_hub``: the class hub (`make hub`) with Unix users made for it, each learner logged in and running code
 """

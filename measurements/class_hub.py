@@ -1,7 +1,7 @@
 """A class on one server: the real hub, Unix users made for it, each learner logged in and running code.
 
-For tests/test_hub.py and the measurement of a class (measurements/items/class_on_one_server.py, which loads this
-file by its path): real Unix users in a group, the real hub (`python -m labkit.tools.hub`, as `make hub` runs it)
+For the measurement of a class (measurements/items/class_on_one_server.py) and the hub tier (tests/test_hub.py):
+real Unix users in a group, the real hub (`python -m labkit.tools.hub`, as `make hub` runs it)
 started for them, and each learner logged in through the hub's login form and running code in their own kernel
 through the hub's proxy, as JupyterLab does.
 
@@ -31,7 +31,7 @@ import requests
 from labkit.cluster import pick_port
 from labkit.runtime import processes
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 POLL_SECONDS = 5.0  # how often a waiting learner's page asks its server for its kernels, as JupyterLab polls
 
