@@ -122,8 +122,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     # pip's requirements follow "--", split off by hand: argparse (3.11) puts an option written after the
     # wheelhouse, such as --index, into a REMAINDER argument, where pip read it as --index-url.
-    requirements = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    args, requirements = parser.parse_args(argv[:split]), argv[split + 1:]
     if args.action == "build":
         unknown = [name for name in args.platform if name not in PLATFORMS]
         if unknown:
