@@ -17,7 +17,7 @@ that record. The rules:
 - **Wins** (or **loses**) only if the whole interval lies on that side of "no difference" (0, or a ratio of
   1), *and* every pair agrees (each seed's difference, each block's ratio; unpaired: the treatment's worst
   seed beyond the control's best), *and* the effect is at least the resolution floor; with fewer than
-  ``min_pairs`` pairs, or otherwise, **cannot tell**. A diverged seed (NaN) is refused: report it as
+  ``MIN_PAIRS`` pairs, or otherwise, **cannot tell**. A diverged seed (NaN) is refused: report it as
   diverged, never rank it.
 - **Resolution floor** (``resolution_floor``): an accuracy p measured on N distinct test examples moves by
   one binomial standard error, sqrt(p (1 − p) / N), and by at least one example, 1 / N. Below that the test
@@ -25,8 +25,8 @@ that record. The rules:
   points at 0.97 on full MNIST's 10,000. It is also McNemar's standard error of the difference of two
   models on the same N examples when they disagree on a share p (1 − p) of them (half of what independent
   errors would give).
-- **Non-inferiority** (``non_inferior``): non-inferior only if the interval's worse bound stays inside
-  the margin; inferior if the whole interval is worse than the margin; otherwise cannot tell. Noisier
+- **Non-inferiority** (``non_inferior``, which reads the verdict of ``paired`` or ``unpaired`` against a
+  margin): non-inferior only if the interval's worse bound stays inside the margin; inferior if the whole interval is worse than the margin; otherwise cannot tell. Noisier
   seeds widen the interval and so make "non-inferior" harder to reach, never easier.
 
 ``data_basis`` says which MNIST ran and how many distinct test examples its accuracy verdicts rest on; it
@@ -35,7 +35,7 @@ refuses them on the timing stand-in. ``mean_and_range``, ``mean_difference``, ``
 """
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy.special import stdtrit  # Student's t quantile (scipy.stats.t.ppf, without loading scipy.stats)
@@ -45,7 +45,8 @@ from labkit import data
 WINS, LOSES, CANNOT_TELL = "wins", "loses", "cannot tell"
 NON_INFERIOR, INFERIOR = "non-inferior", "inferior"
 VERDICTS = (WINS, LOSES, CANNOT_TELL, NON_INFERIOR, INFERIOR)
-CONFIDENCE = 0.95
+CONFIDENCE = 0.95  # of every interval, after the correction for several comparisons
+MIN_PAIRS = 3      # fewer pairs, seeds or blocks than this: cannot tell
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -88,38 +89,36 @@ class Verdict:
 
 
 def paired(name, treatment, control, *, measure, higher_is_better=True, distinct_test_examples=None,
-           comparisons=1, min_pairs=3, confidence=CONFIDENCE, unit="seeds") -> Verdict:
+           comparisons=1, unit="seeds") -> Verdict:
     """``treatment[i]`` against ``control[i]``, run with the same seed (weights and batches): the mean
     difference per seed, its t-interval, and the verdict every seed allows."""
     treatment, control = _values(name, treatment, control, same_length=True)
     differences = treatment - control
-    interval = _t_interval(differences, confidence, comparisons)
+    interval = _t_interval(differences, comparisons)
     floor = _floor(distinct_test_examples, treatment, control)
-    found, reason = _decide(differences.mean(), interval, len(differences), min_pairs, floor, higher_is_better,
-                            **_agreement(differences, higher_is_better), counted="pairs",
-                            disagree="not every pair agrees")
+    found, reason = _too_few(len(differences), "pairs") or _decide(
+        differences.mean(), interval, floor, higher_is_better, _agreement(differences, higher_is_better),
+        disagree="not every pair agrees")
     return Verdict(name, found, float(differences.mean()), interval, True, len(differences), distinct_test_examples,
-                   measure, higher_is_better, floor, None, comparisons, confidence, unit=unit, reason=reason)
+                   measure, higher_is_better, floor, comparisons=comparisons, unit=unit, reason=reason)
 
 
 def unpaired(name, treatment, control, *, measure, higher_is_better=True, distinct_test_examples=None,
-             comparisons=1, min_seeds=3, confidence=CONFIDENCE, unit="seeds") -> Verdict:
+             comparisons=1, unit="seeds") -> Verdict:
     """Two groups of runs (or of ``unit``: "timed intervals") that share no seeds: the difference of their
     means, Welch's t-interval, and a winner only if its worst value is beyond the other's best."""
     treatment, control = _values(name, treatment, control)
-    effect, interval = _welch(treatment, control, confidence, comparisons)
+    effect, interval = _welch(treatment, control, comparisons)
     floor = _floor(distinct_test_examples, treatment, control)
     apart = spreads_apart(treatment, control) * (1 if higher_is_better else -1)
-    found, reason = _decide(effect, interval, min(len(treatment), len(control)), min_seeds, floor, higher_is_better,
-                            every_better=apart == 1, every_worse=apart == -1, counted=unit,
-                            disagree=f"the {unit}' ranges overlap")
+    found, reason = _too_few(min(len(treatment), len(control)), unit) or _decide(
+        effect, interval, floor, higher_is_better, (apart == 1, apart == -1), disagree=f"the {unit}' ranges overlap")
     return Verdict(name, found, effect, interval, False, len(treatment), distinct_test_examples, measure,
-                   higher_is_better, floor, None, comparisons, confidence, control_seeds=len(control), unit=unit,
+                   higher_is_better, floor, comparisons=comparisons, control_seeds=len(control), unit=unit,
                    reason=reason)
 
 
-def interleaved(name, treatment, control, *, measure, higher_is_better=True, comparisons=1, min_blocks=3,
-                confidence=CONFIDENCE) -> Verdict:
+def interleaved(name, treatment, control, *, measure, higher_is_better=True, comparisons=1) -> Verdict:
     """Timings measured in the same blocks (``treatment[i]`` and ``control[i]`` in block i of an interleaved
     schedule, see ``interleave``): the geometric mean of the ratios per block and its interval, on a log scale."""
     treatment, control = _values(name, treatment, control, same_length=True)
@@ -127,14 +126,13 @@ def interleaved(name, treatment, control, *, measure, higher_is_better=True, com
         raise ValueError(f"{name}: interleaved timings are ratios of positive measurements (seconds, samples/s); "
                          f"got {treatment.tolist()} against {control.tolist()}.")
     logs = np.log(treatment / control)
-    log_interval = _t_interval(logs, confidence, comparisons)
-    found, reason = _decide(logs.mean(), log_interval, len(logs), min_blocks, 0.0, higher_is_better,
-                            **_agreement(logs, higher_is_better), counted="blocks",
-                            disagree="not every block agrees")
+    log_interval = _t_interval(logs, comparisons)
+    found, reason = _too_few(len(logs), "blocks") or _decide(
+        logs.mean(), log_interval, 0.0, higher_is_better, _agreement(logs, higher_is_better),
+        disagree="not every block agrees", no_difference="a ratio of 1")
     interval = tuple(math.exp(bound) if math.isfinite(bound) else bound for bound in log_interval)  # one block: none
-    return Verdict(name, found, math.exp(logs.mean()), interval, True,
-                   len(logs), None, measure, higher_is_better, 0.0, None, comparisons, confidence, ratio=True,
-                   unit="blocks", reason=reason)
+    return Verdict(name, found, math.exp(logs.mean()), interval, True, len(logs), None, measure, higher_is_better,
+                   comparisons=comparisons, ratio=True, unit="blocks", reason=reason)
 
 
 def interleave(measure_a, measure_b, blocks, order="ABBA") -> tuple[list, list]:
@@ -153,38 +151,32 @@ def interleave(measure_a, measure_b, blocks, order="ABBA") -> tuple[list, list]:
     return a_values, b_values
 
 
-def non_inferior(name, treatment, control, margin, *, measure, higher_is_better=True, paired=True,
-                 distinct_test_examples=None, comparisons=1, min_pairs=3, confidence=CONFIDENCE,
-                 unit="seeds") -> Verdict:
-    """Is ``treatment`` worse than ``control`` by less than ``margin`` (in the measure's units, e.g. 0.01 = one
-    point of accuracy)? Non-inferior if the interval's worse bound is inside the margin; inferior if its
-    better bound is beyond it; otherwise cannot tell."""
-    if not margin > 0:
-        raise ValueError(f"{name}: the margin is how much worse the treatment may be, a positive number in the "
-                         f"measure's units (0.01 = one point of accuracy); got {margin!r}.")
-    treatment, control = _values(name, treatment, control, same_length=paired)
-    if paired:
-        differences = treatment - control
-        effect, interval = float(differences.mean()), _t_interval(differences, confidence, comparisons)
-    else:
-        effect, interval = _welch(treatment, control, confidence, comparisons)
-    floor = _floor(distinct_test_examples, treatment, control)
-    sign = 1 if higher_is_better else -1
-    worse_bound, better_bound = sorted(sign * bound for bound in interval)
-    count = len(treatment) if paired else min(len(treatment), len(control))
-    if count < min_pairs:
-        found, reason = CANNOT_TELL, f"fewer than {min_pairs} {'pairs' if paired else unit}"
-    elif worse_bound > -margin and margin >= floor:
+def non_inferior(comparison, margin) -> Verdict:
+    """Is the treatment of ``comparison`` (the verdict of ``paired`` or ``unpaired``) worse than its control by
+    less than ``margin`` (in the measure's units, e.g. 0.01 = one point of accuracy)? Non-inferior if the
+    interval's worse bound is inside the margin; inferior if its better bound is beyond it; otherwise cannot
+    tell. Returns the comparison with that verdict and the margin."""
+    if not isinstance(comparison, Verdict) or comparison.ratio or comparison.margin is not None:
+        raise TypeError(f"non_inferior reads the verdict of verdict.paired or verdict.unpaired (a difference, "
+                        f"not a ratio or a verdict read against a margin already), not {comparison!r}.")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin > 0:
+        raise ValueError(f"{comparison.name}: the margin is how much worse the treatment may be, a positive number "
+                         f"in the measure's units (0.01 = one point of accuracy); got {margin!r}.")
+    sign = 1 if comparison.higher_is_better else -1
+    worse_bound, better_bound = sorted(sign * bound for bound in comparison.interval)
+    count = comparison.seeds if comparison.paired else min(comparison.seeds, comparison.control_seeds)
+    too_few = _too_few(count, "pairs" if comparison.paired else comparison.unit)
+    if too_few:
+        found, reason = too_few
+    elif worse_bound > -margin and margin >= comparison.floor:
         found, reason = NON_INFERIOR, ""
-    elif better_bound < -margin and abs(effect) >= floor:
+    elif better_bound < -margin and abs(comparison.effect) >= comparison.floor:
         found, reason = INFERIOR, ""
-    elif margin < floor:
+    elif margin < comparison.floor:
         found, reason = CANNOT_TELL, "the margin is below the resolution floor"
     else:
         found, reason = CANNOT_TELL, "the interval reaches past the margin"
-    return Verdict(name, found, effect, interval, paired, len(treatment), distinct_test_examples, measure,
-                   higher_is_better, floor, margin, comparisons, confidence,
-                   control_seeds=None if paired else len(control), unit=unit, reason=reason)
+    return replace(comparison, verdict=found, margin=float(margin), reason=reason)
 
 
 def resolution_floor(distinct_test_examples, accuracy) -> float:
@@ -354,32 +346,33 @@ def _values(name, treatment, control, same_length=False):
     return treatment, control
 
 
-def _quantile(degrees_of_freedom, confidence, comparisons):
-    if not 0 < confidence < 1 or comparisons < 1:
-        raise ValueError(f"confidence {confidence!r} must be in (0, 1) and comparisons {comparisons!r} at least 1.")
-    return float(stdtrit(degrees_of_freedom, 1 - (1 - confidence) / (2 * comparisons)))
+def _quantile(degrees_of_freedom, comparisons):
+    if isinstance(comparisons, bool) or not isinstance(comparisons, (int, np.integer)) or comparisons < 1:
+        raise ValueError(f"comparisons={comparisons!r}: give how many comparisons the notebook concludes, a whole "
+                         "number, at least 1.")
+    return float(stdtrit(degrees_of_freedom, 1 - (1 - CONFIDENCE) / (2 * comparisons)))
 
 
-def _t_interval(values, confidence, comparisons):
+def _t_interval(values, comparisons):
     """The t-interval of the mean of ``values``; infinite with one value (nothing to estimate the spread by)."""
     if len(values) < 2:
-        _quantile(1, confidence, comparisons)  # still refuses a bad confidence
+        _quantile(1, comparisons)  # still refuses a bad number of comparisons
         return (-math.inf, math.inf)
-    half = _quantile(len(values) - 1, confidence, comparisons) * values.std(ddof=1) / math.sqrt(len(values))
+    half = _quantile(len(values) - 1, comparisons) * values.std(ddof=1) / math.sqrt(len(values))
     return (float(values.mean() - half), float(values.mean() + half))
 
 
-def _welch(treatment, control, confidence, comparisons):
+def _welch(treatment, control, comparisons):
     """The difference of the means and Welch's t-interval of it (infinite with one seed on a side)."""
     effect, standard_error = mean_difference(treatment, control)
     if min(len(treatment), len(control)) < 2:
-        _quantile(1, confidence, comparisons)  # still refuses a bad confidence
+        _quantile(1, comparisons)  # still refuses a bad number of comparisons
         return effect, (-math.inf, math.inf)
     if standard_error == 0:
         return effect, (effect, effect)
     shares = treatment.var(ddof=1) / len(treatment), control.var(ddof=1) / len(control)
     degrees = sum(shares) ** 2 / (shares[0] ** 2 / (len(treatment) - 1) + shares[1] ** 2 / (len(control) - 1))
-    half = _quantile(degrees, confidence, comparisons) * standard_error
+    half = _quantile(degrees, comparisons) * standard_error
     return effect, (effect - half, effect + half)
 
 
@@ -394,17 +387,22 @@ def _floor(distinct_test_examples, treatment, control):
 
 
 def _agreement(differences, higher_is_better):
-    """Whether every pair's difference (or log ratio) lies on the better side, or every one on the worse."""
+    """(every pair's difference, or log ratio, lies on the better side; every one on the worse side)."""
     sign = 1 if higher_is_better else -1
-    return {"every_better": bool((sign * differences > 0).all()), "every_worse": bool((sign * differences < 0).all())}
+    return bool((sign * differences > 0).all()), bool((sign * differences < 0).all())
 
 
-def _decide(effect, interval, count, minimum, floor, higher_is_better, every_better, every_worse, counted, disagree):
-    """WINS, LOSES or CANNOT_TELL, and why it cannot tell."""
+def _too_few(count, counted):
+    """CANNOT_TELL and why, with fewer than MIN_PAIRS values on a side; None with enough."""
+    return (CANNOT_TELL, f"fewer than {MIN_PAIRS} {counted}") if count < MIN_PAIRS else None
+
+
+def _decide(effect, interval, floor, higher_is_better, agreement, disagree, no_difference="a difference of 0"):
+    """WINS, LOSES or CANNOT_TELL from enough values, and why it cannot tell; ``agreement`` is (every value on
+    the better side, every value on the worse side)."""
     sign = 1 if higher_is_better else -1
     low, high = sorted(sign * bound for bound in interval)
-    if count < minimum:
-        return CANNOT_TELL, f"fewer than {minimum} {counted}"
+    every_better, every_worse = agreement
     if abs(effect) < floor:
         return CANNOT_TELL, "below the resolution floor"
     if low > 0 and every_better:
@@ -412,7 +410,7 @@ def _decide(effect, interval, count, minimum, floor, higher_is_better, every_bet
     if high < 0 and every_worse:
         return LOSES, ""
     if low <= 0 <= high:
-        return CANNOT_TELL, "the interval includes " + ("a ratio of 1" if counted == "blocks" else "a difference of 0")
+        return CANNOT_TELL, "the interval includes " + no_difference
     return CANNOT_TELL, disagree
 
 

@@ -93,8 +93,7 @@ def test_the_paired_interval_covers_the_true_effect_at_its_confidence_where_a_z_
 def test_fewer_pairs_than_asked_cannot_tell_and_lower_can_be_better():
     seconds = verdict.paired("time", [5.0, 6.0], [9.0, 9.5], measure="seconds", higher_is_better=False)
     assert (seconds.verdict, seconds.reason) == (CANNOT_TELL, "fewer than 3 pairs")
-    fewer = verdict.paired("time", [5.0, 6.0], [9.0, 9.5], measure="seconds", higher_is_better=False, min_pairs=2)
-    assert fewer.verdict == WINS and fewer.effect == pytest.approx(-3.75)
+    assert seconds.effect == pytest.approx(-3.75) and seconds.interval[1] < 0  # the interval alone would say wins
     assert verdict.paired("time", [9.0, 9.5, 9.9], [5.0, 6.0, 6.1], measure="seconds",
                           higher_is_better=False).verdict == LOSES
 
@@ -128,39 +127,42 @@ def test_the_old_allowance_passes_noisier_seeds_that_the_non_inferiority_test_re
     steady = dense - 0.012                            # lost 1.2 points in every seed
     noisy_error = np.std(dense - noisy, ddof=1) / math.sqrt(3)
     assert old_allowance(0.012, noisy_error) and not old_allowance(0.012, 0.0)  # noise passes, steadiness fails
-    found = {name: verdict.non_inferior("topk", runs, dense, 0.01, measure="test accuracy",
-                                        distinct_test_examples=10_000)
+    found = {name: verdict.non_inferior(accuracy("topk", runs, dense, examples=10_000), 0.01)
              for name, runs in (("noisy", noisy), ("steady", steady))}
     assert found["noisy"].verdict == CANNOT_TELL and found["noisy"].interval[0] < -0.01
     assert found["steady"].verdict == INFERIOR and found["steady"].interval[1] < -0.01
     close = dense - np.array([0.002, 0.003, 0.0025])
-    assert verdict.non_inferior("topk", close, dense, 0.01, measure="test accuracy",
-                                distinct_test_examples=10_000).verdict == NON_INFERIOR
+    assert verdict.non_inferior(accuracy("topk", close, dense, examples=10_000), 0.01).verdict == NON_INFERIOR
 
 
 def test_more_noise_never_makes_non_inferiority_easier():
     rng = np.random.default_rng(1)
     dense, jitter = np.full(5, 0.9), rng.normal(0, 1, 5)
-    verdicts = [verdict.non_inferior("topk", dense - 0.003 + noise * jitter, dense, 0.01,
-                                     measure="test accuracy").verdict for noise in (0.0, 0.001, 0.003, 0.01, 0.03)]
+    verdicts = [verdict.non_inferior(verdict.paired("topk", dense - 0.003 + noise * jitter, dense,
+                                                    measure="test accuracy"), 0.01).verdict
+                for noise in (0.0, 0.001, 0.003, 0.01, 0.03)]
     assert verdicts[0] == NON_INFERIOR and verdicts[-1] == CANNOT_TELL
     assert verdicts == sorted(verdicts, key=[NON_INFERIOR, CANNOT_TELL].index), verdicts
 
 
 def test_non_inferiority_points_the_measures_way_and_needs_a_margin_the_test_set_resolves():
     baseline = np.array([0.30, 0.32, 0.31])   # a validation MSE: lower is better
-    assert verdict.non_inferior("mse", baseline + 0.001, baseline, 0.01, measure="validation MSE",
-                                higher_is_better=False).verdict == NON_INFERIOR
-    assert verdict.non_inferior("mse", baseline + 0.05, baseline, 0.01, measure="validation MSE",
-                                higher_is_better=False).verdict == INFERIOR
-    unresolved = verdict.non_inferior("topk", [0.9, 0.91, 0.92], [0.9, 0.91, 0.92], 0.005, measure="test accuracy",
-                                      distinct_test_examples=1_000)
+
+    def mse(treatment):
+        return verdict.paired("mse", treatment, baseline, measure="validation MSE", higher_is_better=False)
+    assert verdict.non_inferior(mse(baseline + 0.001), 0.01).verdict == NON_INFERIOR
+    assert verdict.non_inferior(mse(baseline + 0.05), 0.01).verdict == INFERIOR
+    unresolved = verdict.non_inferior(accuracy("topk", [0.9, 0.91, 0.92], [0.9, 0.91, 0.92], examples=1_000), 0.005)
     assert (unresolved.verdict, unresolved.reason) == (CANNOT_TELL, "the margin is below the resolution floor")
-    unpaired = verdict.non_inferior("topk", [0.899, 0.9, 0.901, 0.9], [0.9, 0.901, 0.899], 0.01,
-                                    measure="test accuracy", paired=False)
-    assert (unpaired.verdict, unpaired.paired, unpaired.control_seeds) == (NON_INFERIOR, False, 3)
+    unpaired = verdict.non_inferior(verdict.unpaired("topk", [0.899, 0.9, 0.901, 0.9], [0.9, 0.901, 0.899],
+                                                     measure="test accuracy"), 0.01)
+    assert (unpaired.verdict, unpaired.paired, unpaired.control_seeds, unpaired.margin) == (NON_INFERIOR, False, 3, 0.01)
+    two = verdict.non_inferior(verdict.paired("topk", [0.9, 0.9], [0.9, 0.9], measure="test accuracy"), 0.01)
+    assert (two.verdict, two.reason) == (CANNOT_TELL, "fewer than 3 pairs")
     with pytest.raises(ValueError, match="margin"):
-        verdict.non_inferior("topk", [0.9] * 3, [0.9] * 3, -0.01, measure="test accuracy")
+        verdict.non_inferior(verdict.paired("topk", [0.9] * 3, [0.9] * 3, measure="test accuracy"), -0.01)
+    with pytest.raises(TypeError, match="reads the verdict of verdict.paired or verdict.unpaired"):
+        verdict.non_inferior(verdict.interleaved("time", [1.0] * 3, [1.1] * 3, measure="seconds"), 0.1)
 
 
 def test_interleaved_ratios_are_averaged_on_a_log_scale():
@@ -244,7 +246,7 @@ def test_the_record_is_json_and_the_sentence_is_made_from_it_alone():
     assert said == found.sentence("top-k", "dense")
     assert said.startswith("Top-k wins against dense on test accuracy: +1.0 points (95% interval ")
     assert "corrected for 2 comparisons; 5 paired seeds, every one agreeing" in said
-    one = verdict.paired("gain", [0.91], [0.9], measure="test accuracy", min_pairs=1).record()
+    one = verdict.paired("gain", [0.91], [0.9], measure="test accuracy").record()
     assert one["interval"] == [None, None]
     one_block = verdict.interleaved("time", [0.8], [1.0], measure="seconds", higher_is_better=False)
     assert one_block.record()["interval"] == [None, None]  # not [0.0, None]: a ratio of 0 is no bound
