@@ -64,7 +64,8 @@ def learners_python(folder):
 @contextlib.contextmanager
 def class_users(count, prefix="pslt"):
     """A new Unix group and ``count`` new users in it, each with a random password: yields (group, {name: password}).
-    Everything is removed afterwards, their homes too."""
+    Everything is removed afterwards: their processes, homes and what they left in /tmp (kernels' socket
+    folders, clusters' logs), which userdel leaves behind."""
     tag = secrets.token_hex(2)
     group = f"{prefix}{tag}"
     users = {f"{prefix}{tag}{chr(ord('a') + index)}": secrets.token_urlsafe(12) for index in range(count)}
@@ -77,7 +78,9 @@ def class_users(count, prefix="pslt"):
     finally:
         for name in users:
             with contextlib.suppress(KeyError):
-                kill_everything_of(pwd.getpwnam(name).pw_uid)
+                uid = pwd.getpwnam(name).pw_uid
+                kill_everything_of(uid)
+                remove_temporary_files_of(uid)
             subprocess.run(["userdel", "--remove", name], capture_output=True)
         subprocess.run(["groupdel", group], capture_output=True)
 
@@ -94,6 +97,18 @@ def kill_everything_of(uid):
     for process in processes_of(uid):
         with contextlib.suppress(Exception):
             process.kill()
+
+
+def remove_temporary_files_of(uid, folder="/tmp"):
+    """Remove every file and folder at the top of ``folder`` that user ``uid`` owns."""
+    for path in Path(folder).iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            if path.lstat().st_uid != uid:
+                continue
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink()
 
 
 def ignore_ctrl_c():

@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -283,6 +284,21 @@ def test_stopping_the_hub_leaves_no_process_of_any_learner(hub_class, trained):
     for learner in (a, b, c):
         left = class_hub.processes_of(learner.uid)
         assert processes.wait_until_gone(left, 15) == [], f"{learner.name}'s processes outlived the hub: {left}"
+
+
+def test_a_learner_removed_leaves_nothing_in_tmp():
+    """What a learner's killed kernel or cluster left in /tmp (userdel leaves it) goes with the learner; others'
+    files stay."""
+    others = Path(tempfile.mkdtemp(prefix="labkit-kernel-", dir="/tmp"))
+    with class_hub.class_users(1) as (_, users):
+        uid = pwd.getpwnam(next(iter(users))).pw_uid
+        handle, log = tempfile.mkstemp(prefix="labkit-", dir="/tmp")
+        os.close(handle)
+        learners = [Path(tempfile.mkdtemp(prefix="labkit-kernel-", dir="/tmp")), Path(log)]
+        for path in learners:
+            os.chown(path, uid, -1)
+    assert not any(path.exists() for path in learners) and others.is_dir()
+    others.rmdir()
 
 
 def test_the_hub_refuses_to_start_where_learners_cannot_make_network_namespaces(python):
