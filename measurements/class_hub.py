@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -33,6 +34,7 @@ from labkit.runtime import processes
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+TERMINAL_CONTROLS = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # colours, title, paste mode
 POLL_SECONDS = 5.0  # how often a waiting learner's page asks its server for its kernels, as JupyterLab polls
 
 
@@ -273,6 +275,35 @@ class Learner:
             raise TimeoutError(f"{self.name}'s code did not finish in {timeout} s; its output:\n{''.join(output)}")
         finally:
             channel.close()
+
+
+    def run_in_terminal(self, command, timeout=120):
+        """Open a terminal in this learner's JupyterLab, as File > New > Terminal does, run the shell ``command``
+        in it and return what it printed, without the terminal's control sequences; the terminal is closed
+        afterwards."""
+        return asyncio.run(self._terminal(command, timeout))
+
+    async def _terminal(self, command, timeout):
+        from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
+
+        name = self.api("POST", f"/user/{self.name}/api/terminals")["name"]
+        end = f"end-of-{uuid.uuid4().hex}"
+        url = f"ws://127.0.0.1:{self.hub.port}/user/{self.name}/terminals/websocket/{name}"
+        channel = await websocket_connect(HTTPRequest(url, headers=self.headers))
+        try:
+            channel.write_message(json.dumps(["stdin", f"{command}; echo {end[:4]}''{end[4:]}\r"]))
+            printed = ""
+            while end not in printed:  # the echo of the command line shows the marker split by ''
+                raw = await asyncio.wait_for(channel.read_message(), timeout)
+                if raw is None:
+                    raise AssertionError(f"{self.name}'s terminal closed; it printed:\n{printed}")
+                kind, *content = json.loads(raw)
+                printed += content[0] if kind == "stdout" else ""
+            return TERMINAL_CONTROLS.sub("", printed[:printed.index(end)]).replace("\r", "")
+        finally:
+            channel.close()
+            self.api("DELETE", f"/user/{self.name}/api/terminals/{name}")
 
 
 def world_readable_folder(prefix):

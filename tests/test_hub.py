@@ -150,6 +150,18 @@ def test_one_learner_cannot_reach_anothers_task_ports_and_uses_the_same_numbers(
     assert b.run(b_kernel, binds) == ("ok", "bound them all\n"), "B's namespace has A's port numbers free"
 
 
+def test_a_learners_terminal_runs_as_them_in_a_namespace_of_its_own(hub_class, trained):
+    """A terminal in JupyterLab runs its shell as the learner, in a private network namespace: what they start from it
+    (a server, a script) is out of other learners' reach too."""
+    _, a, _, _ = hub_class
+    printed = a.run_in_terminal("id -u; readlink /proc/self/ns/net")
+    uid, netns = re.findall(r"^(\d+)$", printed, re.MULTILINE), re.findall(r"net:\[\d+\]", printed)
+    assert uid == [str(a.uid)], f"A's terminal runs as {uid}, not as A ({a.uid}):\n{printed}"
+    assert len(netns) == 1 and netns[0] != os.readlink("/proc/self/ns/net"), f"A's terminal shares the host's network:\n{printed}"
+    kernel_netns = os.readlink(f"/proc/{trained[a][1]['kernel']}/ns/net")
+    assert netns[0] != kernel_netns, "a terminal has a namespace of its own, not the kernel's"
+
+
 def test_a_learners_work_is_theirs_alone(hub_class, trained):
     _, a, b, _ = hub_class
     notebook = a.home / "work" / "notebooks" / "00_welcome.ipynb"
