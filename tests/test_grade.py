@@ -554,3 +554,16 @@ def test_the_autograder_built_with_full_mnist_caches_it_and_says_what_the_contai
         setup = archive.read("setup.sh").decode()
     assert setup.rstrip().splitlines()[-1].startswith(".venv/bin/labkit data download")
     assert setup.index("make install") < setup.index("labkit data download")
+
+
+def test_a_leftover_recorded_a_second_off_is_still_found():
+    """psutil's start time adds the boot time, whole seconds recomputed from the wall clock: the worker's record of
+    a process may be a second off the grader's reading, and the leftover must still be found and stopped."""
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        started = psutil.Process(sleeper.pid).create_time()
+        assert [process.pid for process in grade._still_running([[sleeper.pid, started + 1.0]])] == [sleeper.pid]
+        assert grade._still_running([[sleeper.pid, started - 5.0]]) == [], "another process with a reused pid"
+    finally:
+        sleeper.kill()
+        sleeper.wait()

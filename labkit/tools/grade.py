@@ -82,6 +82,9 @@ STUB_MESSAGE = "replace this line with your solution"  # a stub's NotImplemented
 KEPT_VARIABLES = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")  # of the grader's environment, what a graded run gets
 UNPACKED = "_unpacked"  # the folder in --out into which a .zip is unpacked
 LEFTOVER_GRACE_SECONDS = 10.0  # tasks exit on their own when their kernel has gone; wait that long first
+# A process's start time as two processes read it (psutil: its ticks since boot plus the boot time, which Linux gives
+# in whole seconds and recomputes from the wall clock) may differ by a second; a pid is not reused within one.
+SAME_START_SECONDS = 1.01
 
 
 class SubmissionError(ValueError):
@@ -478,7 +481,7 @@ def _still_running(descendants):
     for pid, started in descendants:
         try:
             process = psutil.Process(pid)
-            if abs(process.create_time() - started) < 0.01:
+            if abs(process.create_time() - started) <= SAME_START_SECONDS:
                 found.append(process)
         except psutil.NoSuchProcess:
             pass
