@@ -10,8 +10,9 @@ that record. The rules:
   Student's t with n − 1 degrees of freedom. **Unpaired** (``unpaired``): Welch's t-interval of the
   difference of the means.
 - **Interleaved timings** (``interleave``, then ``interleaved``): A and B measured alternately (ABBA...)
-  under the same load, so a drift of the machine divides out of each block's ratio. The effect is the
-  geometric mean of the ratios, its interval the paired t-interval of their logarithms, exponentiated.
+  under the same load, so a drift of the machine divides out of each block's ratio (``interleave_many``: the same
+  for several, A B C, C B A...). The effect is the geometric mean of the ratios, its interval the paired
+  t-interval of their logarithms, exponentiated.
 - **Several comparisons**: a notebook that concludes ``comparisons`` of them widens each interval to
   confidence 1 − (1 − confidence) / comparisons (Bonferroni), so that all hold together at ``confidence``.
 - **Wins** (or **loses**) only if the whole interval lies on that side of "no difference" (0, or a ratio of
@@ -141,14 +142,33 @@ def interleave(measure_a, measure_b, blocks, order="ABBA") -> tuple[list, list]:
     return (A's values, B's values), one per block."""
     if order not in ("ABBA", "ABAB"):
         raise ValueError(f"order {order!r}: use 'ABBA' (the first of each block alternates) or 'ABAB'.")
+    if order == "ABBA":
+        return tuple(interleave_many([measure_a, measure_b], blocks))
+    _check_blocks(blocks)
+    a_values, b_values = [], []
+    for _ in range(blocks):
+        a_values.append(measure_a())
+        b_values.append(measure_b())
+    return a_values, b_values
+
+
+def interleave_many(measures, blocks) -> list[list]:
+    """ABBA for any number of measurements: call each of ``measures`` once in each of ``blocks`` blocks, in their
+    order in the first block and reversed in the next (A B C, C B A, A B C...), so that a drift or a warm-up
+    favours none; return one list of values per measurement, one value per block. Any two of them are then
+    compared block by block (``interleaved``)."""
+    _check_blocks(blocks)
+    values = [[] for _ in measures]
+    for block in range(blocks):
+        order = list(zip(measures, values))
+        for measure, kept in (order[::-1] if block % 2 else order):
+            kept.append(measure())
+    return values
+
+
+def _check_blocks(blocks):
     if blocks < 1:
         raise ValueError(f"blocks={blocks}: interleave needs at least one block (3 or more for a verdict).")
-    a_values, b_values = [], []
-    for block in range(blocks):
-        steps = [(measure_a, a_values), (measure_b, b_values)]
-        for measure, values in (steps[::-1] if order == "ABBA" and block % 2 else steps):
-            values.append(measure())
-    return a_values, b_values
 
 
 def non_inferior(comparison, margin) -> Verdict:

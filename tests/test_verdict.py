@@ -312,3 +312,18 @@ def test_summaries_give_mean_and_range_the_difference_of_means_with_its_error_an
 @pytest.mark.parametrize("values, others, apart", [([3, 4], [1, 2], 1), ([1, 2], [3, 4], -1), ([2, 4], [1, 2], 0)])
 def test_spreads_are_apart_only_when_every_value_is_beyond_every_other(values, others, apart):
     assert verdict.spreads_apart(values, others) == apart
+
+
+def test_interleave_many_reverses_the_order_every_block_so_a_drift_favours_none():
+    calls = []
+    values = verdict.interleave_many([lambda: calls.append("A") or len(calls), lambda: calls.append("B") or len(calls),
+                                      lambda: calls.append("C") or len(calls)], 4)
+    assert "".join(calls) == "ABCCBAABCCBA"
+    assert values == [[1, 6, 7, 12], [2, 5, 8, 11], [3, 4, 9, 10]]
+    machine = DriftingMachine(ticks=18)
+    a, b, c = verdict.interleave_many([machine.measure("A", 1.0), machine.measure("B", 1.0),
+                                       machine.measure("C", 1.0)], 6)
+    same = verdict.interleaved("speed", a, c, measure="samples/s")  # the first and the last of every block
+    assert same.verdict == CANNOT_TELL and same.effect == pytest.approx(1.0, abs=0.01)
+    with pytest.raises(ValueError, match="at least one block"):
+        verdict.interleave_many([lambda: 1], 0)

@@ -1,15 +1,21 @@
-"""Every point measured on its cluster, a warm-up then timed intervals, beside a single-process baseline.
+"""Every point measured on its cluster shape, in rounds beside its single-process baseline: result rows.
 
-Each point gives one result row."""
+On each cluster shape (a worker count, the most PS), every point of that shape and the single-process baseline
+of each of its models and batch sizes is built and warmed up (one interval, not timed: tracing, datasets, first
+pulls), then timed in ``repeats`` rounds of one interval each, the order reversed every other round
+(``verdict.interleave_many``: A B C, C B A...). Any two of them are therefore compared round by round
+(``verdict.interleaved``), the load of each moment divided out; a point's ratio to one process is such a
+comparison with its baseline.
+"""
+import contextlib
 import gc
 import itertools
 import math
 import os
-import time
 from dataclasses import asdict, dataclass
 
-from labkit import traffic
-from labkit.bench.points import interval_steps
+from labkit import traffic, verdict
+from labkit.bench.points import interval_steps, shape
 from labkit.bench.workloads import Data, workload
 from labkit.cluster import LocalCluster
 from labkit.meter import Meter
@@ -27,50 +33,77 @@ def machine_cpu_seconds():
     return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
-def _interval_callback(meter, evaluate, accuracies):
-    """A Keras callback: epoch 0 is the warm-up; every later epoch is one timed interval."""
-    import tensorflow as tf
-
-    class Intervals(tf.keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            if epoch:
-                meter.begin()
-
-        def on_epoch_end(self, epoch, logs=None):
-            if epoch:
-                meter.end()
-            accuracies.append(evaluate())
-    return Intervals()
-
-
-def run_fit(work, meter, steps, repeats, dataset):
-    """Warm-up epoch + ``repeats`` epochs of ``steps`` steps timed by ``meter``, with model.fit; test accuracy after each."""
-    accuracies = []
-    work.model.fit(dataset, epochs=repeats + 1, steps_per_epoch=steps, verbose=0,
-                   callbacks=[_interval_callback(meter, work.evaluate, accuracies)])
-    return accuracies
-
-
-def run_custom(work, meter, steps, repeats, steps_per_closure, strategy, coordinator):
-    """The same with labkit.train's packed closures: a warm-up interval, then ``repeats`` timed by ``meter``."""
+def custom_loop(work, batches, steps_per_closure, strategy, coordinator):
+    """labkit.train's packed closures: a function that trains one interval of ``steps`` steps, timed by ``meter``,
+    and returns the test accuracy after it (None for the LM)."""
     from labkit import models, train
 
-    batches = train.per_worker_iterator(coordinator, work.dataset_fn)
     train_steps = train.make_train_steps(strategy, work.model, work.model.optimizer, models.mean_cross_entropy,
                                          steps_per_closure, work.metrics)
 
-    def evaluate():
-        return {"accuracy": work.evaluate()}
+    def interval(meter, steps):
+        recording = train.Recording(evaluate=lambda: {"accuracy": work.evaluate()}, description=None, meter=meter)
+        timed = train.run(coordinator, train_steps, batches, steps, steps_per_closure, log_every_steps=steps,
+                          recording=recording)
+        return timed.accuracy[-1]
+    return interval
 
-    warm_up = train.run(coordinator, train_steps, batches, steps, steps_per_closure, log_every_steps=steps,
-                        recording=train.Recording(evaluate=evaluate, description=None))  # tracing, datasets, first pulls
-    timed = train.run(coordinator, train_steps, batches, repeats * steps, steps_per_closure, log_every_steps=steps,
-                      recording=train.Recording(evaluate=evaluate, description=None, meter=meter))
-    return warm_up.accuracy + timed.accuracy
+
+def fit_loop(work, dataset, warm_up_epoch=False):
+    """model.fit: a function that trains one interval of ``steps`` steps, timed by ``meter``, and returns the test
+    accuracy after it. On a cluster each call of model.fit builds the workers' datasets again: there,
+    ``warm_up_epoch`` runs a first epoch of the same length, untimed."""
+    import tensorflow as tf
+
+    class LastEpochTimed(tf.keras.callbacks.Callback):
+        def __init__(self, meter, epochs):
+            super().__init__()
+            self.meter, self.last = meter, epochs - 1
+
+        def on_epoch_begin(self, epoch, logs=None):
+            if epoch == self.last:
+                self.meter.begin()
+
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == self.last:
+                self.meter.end()
+
+    epochs = 2 if warm_up_epoch else 1
+
+    def interval(meter, steps):
+        work.model.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[LastEpochTimed(meter, epochs)])
+        return work.evaluate()
+    return interval
+
+
+class Measured:
+    """One point (or baseline) on its shape: ``measure()`` trains one interval, timed by its meter, and keeps the
+    accuracy after it; ``row()`` is its result row."""
+
+    def __init__(self, point, work, train_interval, meter, steps, placement=contextlib.nullcontext):
+        self.point, self.work, self.train_interval, self.meter, self.steps = point, work, train_interval, meter, steps
+        self.placement, self.accuracies = placement, []
+
+    def warm_up(self):
+        """One interval, not timed (its meter is a throwaway); returns its seconds."""
+        throwaway = Meter()
+        with self.placement():
+            self.accuracies.append(self.train_interval(throwaway, self.steps))
+        return throwaway.seconds[-1]
+
+    def measure(self):
+        """One timed interval; returns its samples/s."""
+        with self.placement():
+            self.accuracies.append(self.train_interval(self.meter, self.steps))
+        return self.steps * self.point.batch_size / self.meter.seconds[-1]
+
+    def row(self, target_accuracy):
+        return result_row(self.point, self.work, self.meter, self.steps, self.accuracies, target_accuracy)
 
 
 def result_row(point, work, meter, steps, accuracies, target_accuracy):
-    """One flat row of results (for the CSV) from a finished measurement."""
+    """One flat row of results (for the CSV) from a finished measurement; ``accuracies``: after the warm-up and
+    after each timed interval."""
     from labkit.models import model_bytes  # TensorFlow: imported here, so that `labkit --help` starts fast
     from labkit.train import first_reaching
 
@@ -82,7 +115,7 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     row = {**asdict(point), "model_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
            **{f"steps_per_s_{k}": v for k, v in steps_per_s.items()},
            **{f"samples_per_s_{k}": v * point.batch_size for k, v in steps_per_s.items()},
-           "samples_per_s_intervals": [steps * point.batch_size / s for s in meter.seconds],  # JSON only: a verdict's values
+           "samples_per_s_intervals": [steps * point.batch_size / s for s in meter.seconds],  # JSON only: one per round
            "final_accuracy": accuracies[-1], "steps_to_target": steps_to_target,
            # steps needed x time per step at the steady rate (tracing and evaluation excluded)
            "seconds_to_target": steps_to_target / steps_per_s["median"] if steps_to_target else None,
@@ -100,41 +133,16 @@ def result_row(point, work, meter, steps, accuracies, target_accuracy):
     return row
 
 
-class Baseline:
-    """Plain Keras model.fit in this process, not on the cluster: the baseline every ratio divides by.
-
-    ``measure()`` runs a warm-up interval and ``repeats`` timed ones on the same model each time it is
-    called, so that it can be measured again just before and just after each cluster point; ``slots``
-    holds each measurement's median samples/s, ``row()`` the result row over all of them.
-    """
-
-    def __init__(self, point, data, repeats, min_steps, meter=Meter):
-        self.point, self.repeats = point, repeats
-        self.work = workload(point.model, data, point.batch_size, point.steps_per_closure)
-        self.meter = meter({"coordinator": os.getpid()}, counters={"machine": machine_cpu_seconds})
-        self.steps = self._interval_steps(data, min_steps)
-        self.accuracies, self.slots = [], []
-
-    def _interval_steps(self, data, min_steps):
-        """At least ``min_steps``, and enough steps for an interval of MIN_BASELINE_SECONDS at the speed of a
-        first run on a throwaway model: one process steps fast, and in a short interval Keras's own overhead
-        per epoch and the timer's resolution would weigh on the result."""
-        steps = interval_steps(self.point, min_steps)
-        trial = workload(self.point.model, data, self.point.batch_size, self.point.steps_per_closure)
-        for _ in range(2):  # the first traces the function; the second is timed
-            began = time.perf_counter()
-            trial.model.fit(trial.dataset_fn(), epochs=1, steps_per_epoch=steps, verbose=0)
-        return steps * max(1, math.ceil(MIN_BASELINE_SECONDS / (time.perf_counter() - began)))
-
-    def measure(self):
-        """One more measurement; returns its median samples/s."""
-        first = len(self.meter.seconds)
-        self.accuracies += run_fit(self.work, self.meter, self.steps, self.repeats, self.work.dataset_fn())
-        self.slots.append(five_number_summary([self.steps / s for s in self.meter.seconds[first:]])["median"] * self.point.batch_size)
-        return self.slots[-1]
-
-    def row(self, target_accuracy):
-        return result_row(self.point, self.work, self.meter, self.steps, self.accuracies, target_accuracy)
+def baseline(point, data, min_steps, meter=Meter):
+    """The single-process baseline of ``point`` (plain Keras model.fit in this process, not on the cluster): a
+    ``Measured``, warmed up, whose intervals last at least MIN_BASELINE_SECONDS (one process steps fast, and in a
+    short interval Keras's own overhead per epoch and the timer's resolution would weigh on the result)."""
+    work = workload(point.model, data, point.batch_size, point.steps_per_closure)
+    measured = Measured(point, work, fit_loop(work, work.dataset_fn()), meter({"coordinator": os.getpid()},
+                        counters={"machine": machine_cpu_seconds}), interval_steps(point, min_steps))
+    seconds = measured.warm_up()
+    measured.steps *= max(1, math.ceil(MIN_BASELINE_SECONDS / seconds))
+    return measured
 
 
 @dataclass(frozen=True)
@@ -146,88 +154,115 @@ class Connected:
     coordinator: object
 
 
-def measure_on_cluster(point, connected, data, repeats, min_steps, target_accuracy, meter=Meter, custom_loop=run_custom):
-    """One point on a ``Connected`` cluster, with the custom loop or model.fit (``meter``, ``custom_loop``: see
-    ``measure_points``)."""
+def on_cluster(point, connected, data, min_steps, batches, meter=Meter, custom=custom_loop):
+    """``point`` built on a ``Connected`` cluster (its variables on one PS where ``point.ps`` is 1 and the cluster
+    has more), warmed up: a ``Measured``. ``batches``: the workers' iterators of each (model, batch size) so far,
+    shared by the points of this cluster (each holds the training set on every worker). ``meter``, ``custom``: see
+    ``measure_points``."""
     import tensorflow as tf
 
-    with connected.strategy.scope():
+    from labkit.train import per_worker_iterator
+
+    cluster, strategy, coordinator = connected.cluster, connected.strategy, connected.coordinator
+    placement = strategy.scope
+    if point.ps < cluster.num_ps:
+        with strategy.scope():
+            anchor = tf.Variable(0.0, trainable=False, name="one_ps")  # every variable of the point beside it
+
+        @contextlib.contextmanager
+        def placement():  # the optimizer's variables too, made at its first step
+            with strategy.scope(), strategy.extended.colocate_vars_with(anchor):
+                yield
+    with placement():
         work = workload(point.model, data, point.batch_size, point.steps_per_closure)
-    pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in connected.cluster.tasks}}
-    meter = meter(pids, traffic.ps_pids(connected.cluster), {"machine": machine_cpu_seconds})
-    steps = interval_steps(point, min_steps)
     if point.loop == "fit":
-        dataset = tf.keras.utils.experimental.DatasetCreator(lambda context: work.dataset_fn())
-        accuracies = run_fit(work, meter, steps, repeats, dataset)
+        train_interval = fit_loop(work, tf.keras.utils.experimental.DatasetCreator(lambda context: work.dataset_fn()),
+                                  warm_up_epoch=True)
     else:
-        accuracies = custom_loop(work, meter, steps, repeats, point.steps_per_closure, connected.strategy,
-                                 connected.coordinator)
-    return result_row(point, work, meter, steps, accuracies, target_accuracy)
+        key = (point.model, point.batch_size)
+        batches.setdefault(key, per_worker_iterator(coordinator, work.dataset_fn))
+        train_interval = custom(work, batches[key], point.steps_per_closure, strategy, coordinator)
+    pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in cluster.tasks}}
+    measured = Measured(point, work, train_interval, meter(pids, traffic.ps_pids(cluster), {"machine": machine_cpu_seconds}),
+                        interval_steps(point, min_steps), placement)
+    measured.warm_up()
+    return measured
 
 
-def measure_points(points, repeats=5, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=64 * 1024,
-          meter=Meter, custom_loop=run_custom):
-    """Measure every point; one cluster per (workers, ps) shape. Returns rows with ratios added.
+def placed_on(work):
+    """{parameter server: bytes} of every variable of ``work``: its model's, its optimizer's and its metrics'."""
+    from labkit import sharding
 
-    Each point: one warm-up interval (tracing, dataset creation, first pulls), then
-    ``repeats`` timed intervals of at least ``min_steps`` steps, test accuracy after each.
-    The single-process baseline of the point's model and batch size is measured just before
-    each point and once more after the shape's last point, on the same cores, the cluster's tasks
-    idle: each point's ratio divides by the mean of the baselines just before and just after it
-    (``add_ratios``), and ``baseline_drift`` says how much the baseline moved across the point.
-    ``data``: a ``Data`` already loaded for these models (loaded here if not given).
-    Variables of at least ``min_shard_bytes`` are sharded over the parameter servers.
-    ``meter`` (a class like ``Meter``) times each interval and ``custom_loop`` (like ``run_custom``)
-    runs the custom loop's intervals: notebook 08 passes its own definitions.
+    variables = work.model.variables + work.model.optimizer.variables() + [v for m in work.metrics for v in m.variables]
+    return sharding.bytes_per_task(variables)
+
+
+def measure_points(points, repeats=6, min_steps=50, target_accuracy=0.9, data=None, min_shard_bytes=16 * 1024,
+                   meter=Meter, custom=custom_loop):
+    """Measure every point in rounds on its cluster shape (see the module's docstring); return result rows.
+
+    ``repeats``: the rounds, one timed interval of at least ``min_steps`` steps of each point per round, test
+    accuracy after each. ``data``: a ``Data`` already loaded for these models (loaded here if not given).
+    Variables of at least ``min_shard_bytes`` are sharded over the parameter servers. ``meter`` (a class like
+    ``Meter``) times each interval and ``custom`` (like ``custom_loop``) runs the custom loop's intervals:
+    notebook 08 passes its own definitions.
     """
     import tensorflow as tf
 
     data = data or Data({p.model for p in points})
     single_process = {(p.model, p.batch_size): p for p in points if p.loop == "single-process"}
-    shapes = [(shape, list(group)) for shape, group in itertools.groupby(
-        sorted((p for p in points if p.loop != "single-process"), key=lambda p: (p.workers, p.ps)),
-        key=lambda p: (p.workers, p.ps))]
-    rows = []
-    total = sum(len(group) + len({(p.model, p.batch_size) for p in group}) for _, group in shapes)
-    progress = ProgressLines(total, "bench", unit="point", every_seconds=0)  # a line per point measured
-    for (workers, ps), group in shapes:
-        with LocalCluster(workers, ps, name="bench") as cluster:
-            partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, ps)
+    ps_counts = [p.ps for p in points if p.loop != "single-process"]
+    shapes = [(shape_of, list(group)) for shape_of, group in itertools.groupby(
+        sorted((p for p in points if p.loop != "single-process"), key=lambda p: shape(p, ps_counts)),
+        key=lambda p: shape(p, ps_counts))]
+    # a line per point warmed up and per round timed
+    progress = ProgressLines(sum(len(group) + len({(p.model, p.batch_size) for p in group}) + repeats for _, group in shapes),
+                             "bench", unit="measurement", every_seconds=0)
+    rows, done = [], 0
+    for (workers, num_ps), group in shapes:
+        with LocalCluster(workers, num_ps, name="bench") as cluster:
+            partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes, num_ps)
             strategy = cluster.strategy(variable_partitioner=partitioner)
             connected = Connected(cluster, strategy, tf.distribute.coordinator.ClusterCoordinator(strategy))
-            baselines, measured = {}, []
-            for point in group:
-                key = (point.model, point.batch_size)
-                if key not in baselines:
-                    baselines[key] = Baseline(single_process[key], data, repeats, min_steps, meter)
-                baselines[key].measure()  # just before the point
-                row = measure_on_cluster(point, connected, data, repeats, min_steps, target_accuracy, meter, custom_loop)
-                gc.collect()  # free this point's functions while their workers still run
-                measured.append({**row, "beside_workers": workers, "beside_ps": ps,
-                                 "baseline_slot": len(baselines[key].slots) - 1})
-                progress.line(len(rows) + len(measured),
-                              measured=f"{point.model} {point.loop} {workers}w {ps}ps K={point.steps_per_closure}")
-            for (model, batch_size), baseline in baselines.items():
-                baseline.measure()  # just after the shape's last point
-                rows.append({**baseline.row(target_accuracy), "beside_workers": workers, "beside_ps": ps,
-                             "baseline_slots": baseline.slots})
-                progress.line(len(rows) + len(measured), measured=f"{model} single process, beside {workers}w {ps}ps")
-            rows += measured
+            measured, batches = [], {}
+            for point in [single_process[key] for key in dict.fromkeys((p.model, p.batch_size) for p in group)] + group:
+                measured.append(baseline(point, data, min_steps, meter) if point.loop == "single-process" else
+                                on_cluster(point, connected, data, min_steps, batches, meter, custom))
+                done += 1
+                progress.line(done, warmed_up=_label(point, workers, num_ps))
+            for round_number in range(repeats):  # verdict.interleave_many's order, with a progress line per round
+                for one in measured[::-1] if round_number % 2 else measured:
+                    one.measure()
+                done += 1
+                progress.line(done, timed=f"round {round_number + 1}/{repeats} on {workers}w {num_ps}ps")
+            beside = {"beside_workers": workers, "beside_ps": num_ps}
+            rows += [{**m.row(target_accuracy), **beside, **({"bytes_per_ps": placed_on(m.work)} if m.point.workers else {})}
+                     for m in measured]
+            del measured, batches
+            gc.collect()  # free this shape's functions while its tasks still run
     return add_ratios(rows)
 
 
+def _label(point, workers, num_ps):
+    if point.loop == "single-process":
+        return f"{point.model} single process, beside {workers}w {num_ps}ps"
+    return f"{point.model} {point.loop} {point.workers}w {point.ps}ps K={point.steps_per_closure}"
+
+
 def add_ratios(rows):
-    """Each cluster row's samples/s divided by the mean of the baselines of its model and batch size
-    measured just before and just after it (beside the same cluster shape); their change is its
-    ``baseline_drift`` (after ÷ before − 1). Baseline rows get ratio 1."""
-    baselines = {(r["model"], r["batch_size"], r["beside_workers"], r["beside_ps"]): r["baseline_slots"]
+    """Each cluster row's samples/s against the single-process baseline of its model and batch size, round by
+    round on the same shape (``verdict.interleaved``): ``ratio_to_single_process`` and its interval. Baseline
+    rows get ratio 1."""
+    baselines = {(r["model"], r["batch_size"], r["beside_workers"], r["beside_ps"]): r
                  for r in rows if r["loop"] == "single-process"}
     for row in rows:
         if row["loop"] == "single-process":
-            row.update(baseline_samples_per_s=row["samples_per_s_median"], baseline_drift=None)
-        else:
-            slots = baselines[row["model"], row["batch_size"], row["beside_workers"], row["beside_ps"]]
-            before, after = slots[row["baseline_slot"]], slots[row["baseline_slot"] + 1]
-            row.update(baseline_samples_per_s=(before + after) / 2, baseline_drift=after / before - 1)
-        row["ratio_to_single_process"] = row["samples_per_s_median"] / row["baseline_samples_per_s"]
+            row.update(baseline_samples_per_s=row["samples_per_s_median"], ratio_to_single_process=1.0,
+                       ratio_to_single_process_interval=[1.0, 1.0])
+            continue
+        alone = baselines[row["model"], row["batch_size"], row["beside_workers"], row["beside_ps"]]
+        ratio = verdict.interleaved("ratio", row["samples_per_s_intervals"], alone["samples_per_s_intervals"],
+                                    measure="samples/s", min_blocks=2)
+        row.update(baseline_samples_per_s=alone["samples_per_s_median"], ratio_to_single_process=ratio.effect,
+                   ratio_to_single_process_interval=list(ratio.interval))
     return rows

@@ -1,4 +1,4 @@
-"""What the benchmark measures: its points, the base point, its settings and their checks."""
+"""What the benchmark measures: its points, the cluster shapes they run on, the base point, its settings and their checks."""
 import itertools
 import math
 import os
@@ -12,7 +12,9 @@ class Point:
     """One measurement: a model trained by a loop on a cluster shape, with a number of steps per closure and a batch size.
 
     ``loop`` is "custom" (labkit.train), "fit" (tf_keras model.fit) or "single-process"
-    (plain Keras model.fit, no cluster: workers = ps = 0).
+    (plain Keras model.fit, no cluster: workers = ps = 0). ``ps`` is how many parameter servers hold the
+    model's variables; the cluster it runs on has the most PS of the benchmark (``shape``), and with fewer
+    the others hold none of its variables.
     """
 
     model: str
@@ -29,18 +31,27 @@ def _check_counts(name, values, flag, minimum=1, example="1 2 4"):
                          f"Give e.g. {flag} {example}.")
 
 
-def points(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
-    """The points the benchmark measures: a curve over workers x steps per closure, every other axis varied around a base point.
+def _check_ps(ps):
+    _check_counts("parameter server counts", ps, "--ps", example="1 2")
+    if len(set(ps)) > 2 or (len(set(ps)) == 2 and min(ps) != 1):
+        raise ValueError(f"parameter server counts {list(ps)}: give one count, or 1 and one more (e.g. --ps 1 2). "
+                         "Every point runs on a cluster with the most PS; a point with 1 PS keeps all its variables "
+                         "on one of them, so that it is measured beside the points that spread them over all.")
 
-    The base point uses the first model, PS count and batch size, and the worker count
-    closest to the number of cores. At the base: every model x PS count x steps per closure, model.fit
-    against the custom loop for the MNIST models, and every batch size. Every model also runs on one
-    worker (the inputs of the cost model, labkit.bench.costmodel). Each (model, batch
-    size) also gets a single-process baseline at the most steps per closure, which ``measure_points``
-    measures just before and just after each point of that model and batch size.
+
+def points(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
+    """The points the benchmark measures, on one cluster shape per worker count (``shape``).
+
+    The first model at the first batch size runs at every worker count, PS count and steps per closure (the
+    throughput curve, the PS question, packing, and on one worker the cost model's inputs); every other
+    model at every worker count and PS count with the most steps per closure, and on one worker at every
+    steps per closure too (its cost model's inputs). At the *base point* (the worker count closest to the
+    cores, the first PS count and batch size): model.fit at every steps per closure for the MNIST models,
+    and the first model at every other batch size. Each (model, batch size) also gets a single-process
+    baseline, measured beside the points of every shape it has one in.
     """
     _check_counts("worker counts", workers, "--workers", example="1 2 3 4")
-    _check_counts("parameter server counts", ps, "--ps", example="1 2")
+    _check_ps(ps)
     _check_counts("steps per closure", steps_per_closure, "--steps-per-closure", example="1 10 50")
     _check_counts("batch sizes", batch_sizes, "--batch-sizes", example="64 256")
     unknown = [name for name in models if name not in MODELS] or ([] if models else ["(none)"])
@@ -48,18 +59,21 @@ def points(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
         raise ValueError(f"unknown model {unknown[0]!r}: choose from {', '.join(MODELS)}, "
                          f"e.g. --models mlp lm.")
     base_workers, num_ps, batch = base_point(workers, ps, batch_sizes, cores)
-    model = models[0]
-    grid = [Point(model, "custom", w, num_ps, k, batch) for w, k in itertools.product(workers, steps_per_closure)]
-    grid += [Point(m, "custom", base_workers, p, k, batch) for m, p, k in itertools.product(models, ps, steps_per_closure)]
+    first, most = models[0], max(steps_per_closure)
+    grid = [Point(first, "custom", w, p, k, batch) for w, p, k in itertools.product(workers, ps, steps_per_closure)]
+    for model in models[1:]:
+        grid += [Point(model, "custom", w, p, most, batch) for w, p in itertools.product(workers, ps)]
+        grid += [Point(model, "custom", 1, p, k, batch) for p, k in itertools.product(ps, steps_per_closure)]
     grid += [Point(m, "fit", base_workers, num_ps, k, batch)
-               for m, k in itertools.product(models, steps_per_closure) if m in MNIST_MODELS]
-    grid += [Point(model, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, steps_per_closure)]
-    # the cost model's inputs (labkit.bench.costmodel): each model on one worker, at the smallest and largest
-    # packing with the fewest PS, and at the largest packing with the most PS
-    grid += [Point(m, "custom", 1, p, k, batch) for m in models
-               for p, k in ((min(ps), min(steps_per_closure)), (min(ps), max(steps_per_closure)), (max(ps), max(steps_per_closure)))]
-    baselines = [Point(p.model, "single-process", 0, 0, max(steps_per_closure), p.batch_size) for p in grid]
+             for m, k in itertools.product(models, steps_per_closure) if m in MNIST_MODELS]
+    grid += [Point(first, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, steps_per_closure)]
+    baselines = [Point(p.model, "single-process", 0, 0, most, p.batch_size) for p in grid]
     return list(dict.fromkeys(baselines + grid))  # in order, without repeats
+
+
+def shape(point, ps):
+    """(workers, parameter servers) of the cluster ``point`` runs on: its workers, and the most of ``ps``."""
+    return point.workers, max(ps)
 
 
 def base_point(workers, ps, batch_sizes, cores=None):
@@ -75,7 +89,7 @@ def interval_steps(point, min_steps):
 
 
 DEFAULTS = {"workers": [1, 2, 3, 4], "ps": [1, 2], "steps_per_closure": [1, 10, 50], "models": list(MODELS),
-            "batch_sizes": [64, 256], "repeats": 5, "min_steps": 50, "target_accuracy": 0.9}
+            "batch_sizes": [64, 256], "repeats": 6, "min_steps": 50, "target_accuracy": 0.9}
 
 
 def check(settings):
@@ -84,9 +98,9 @@ def check(settings):
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)}; the settings are {', '.join(DEFAULTS)}.")
     settings = {**DEFAULTS, **settings}
-    if not isinstance(settings["repeats"], int) or settings["repeats"] < 2:
-        raise ValueError(f"repeats must be a whole number >= 2 to show a spread, got {settings['repeats']!r}; "
-                         "e.g. --repeats 5.")
+    if not isinstance(settings["repeats"], int) or settings["repeats"] < 3:
+        raise ValueError(f"repeats must be a whole number >= 3 (the rounds each point is timed in; a verdict needs "
+                         f"3 or more), got {settings['repeats']!r}; e.g. --repeats 6.")
     if not isinstance(settings["min_steps"], int) or settings["min_steps"] < 1:
         raise ValueError(f"min_steps must be a whole number >= 1, got {settings['min_steps']!r}; e.g. --min-steps 100.")
     if not 0 < settings["target_accuracy"] <= 1:
