@@ -25,16 +25,17 @@ def test_intervals_hold_whole_closures_for_every_worker():
     assert bench.interval_steps(baseline, 100) == 100
 
 
-def test_each_ratio_divides_by_the_baselines_measured_just_before_and_after_it():
-    def row(loop, samples_per_s, beside, **more):
-        return {"model": "mlp", "batch_size": 64, "loop": loop, "samples_per_s_median": samples_per_s,
-                "beside_workers": beside, "beside_ps": 1, **more}
-    rows = bench.add_ratios([row("single-process", 900.0, 1, baseline_slots=[1000.0, 600.0, 900.0]),
-                             row("custom", 400.0, 1, baseline_slot=0), row("custom", 375.0, 1, baseline_slot=1),
-                             row("single-process", 500.0, 2, baseline_slots=[500.0, 500.0]),
-                             row("custom", 500.0, 2, baseline_slot=0)])
-    assert [r["ratio_to_single_process"] for r in rows] == [1.0, 0.5, 0.5, 1.0, 1.0]
-    assert [r["baseline_drift"] for r in rows] == [None, -0.4, 0.5, None, 0.0]
+def test_each_ratio_compares_a_point_with_its_baseline_round_by_round_so_a_drift_divides_out():
+    def row(loop, intervals, beside):
+        return {"model": "mlp", "batch_size": 64, "loop": loop, "samples_per_s_median": sorted(intervals)[1],
+                "samples_per_s_intervals": intervals, "beside_workers": beside, "beside_ps": 1}
+    # the machine slows 1000 -> 600 -> 900 across the rounds; the point runs at half the baseline in every round
+    rows = bench.add_ratios([row("single-process", [1000.0, 600.0, 900.0], 1), row("custom", [500.0, 300.0, 450.0], 1),
+                             row("single-process", [500.0, 500.0, 500.0], 2), row("custom", [500.0, 500.0, 500.0], 2)])
+    assert [r["ratio_to_single_process"] for r in rows] == pytest.approx([1.0, 0.5, 1.0, 1.0])
+    assert rows[1]["ratio_to_single_process_interval"] == pytest.approx([0.5, 0.5])
+    # medians alone would give 450 / 900: the same here, but only because the point's rounds moved with the baseline's
+    assert rows[1]["baseline_samples_per_s"] == 900.0
 
 
 @pytest.mark.cluster
@@ -49,15 +50,20 @@ def test_plan_varies_each_axis_around_the_base_point():
                         batch_sizes=[64, 256], cores=2)
     assert len(points) == len(set(points))
     custom = [p for p in points if p.loop == "custom"]
-    curve = {(p.workers, p.steps_per_closure) for p in custom if p.model == "mlp" and p.ps == 1 and p.batch_size == 64}
-    assert curve == {(w, k) for w in (1, 2, 4) for k in (1, 10)}
-    # everything else at the base: 2 workers (closest to 2 cores), 1 ps, batch 64
-    assert {(p.model, p.ps) for p in custom if p.workers == 2} == {("mlp", 1), ("mlp", 2), ("lm", 1), ("lm", 2)}
+    curve = {(p.workers, p.ps, p.steps_per_closure) for p in custom if p.model == "mlp" and p.batch_size == 64}
+    assert curve == {(w, ps, k) for w in (1, 2, 4) for ps in (1, 2) for k in (1, 10)}
+    # the other model at every worker and PS count with the most packing, and on one worker at every packing
+    assert {(p.workers, p.ps, p.steps_per_closure) for p in custom if p.model == "lm"} == \
+        {(w, ps, 10) for w in (1, 2, 4) for ps in (1, 2)} | {(1, ps, k) for ps in (1, 2) for k in (1, 10)}
+    # model.fit and the other batch size at the base: 2 workers (closest to 2 cores), 1 ps, batch 64
     assert {(p.model, p.workers, p.ps, p.steps_per_closure) for p in points if p.loop == "fit"} == \
         {("mlp", 2, 1, 1), ("mlp", 2, 1, 10)}  # model.fit: MNIST models only
-    assert {p.batch_size for p in custom if p.batch_size != 64} == {256}
+    assert {(p.workers, p.ps, p.batch_size) for p in custom if p.batch_size != 64} == {(2, 1, 256)}
     baselines = {(p.model, p.batch_size, p.steps_per_closure) for p in points if p.loop == "single-process"}
     assert baselines == {("mlp", 64, 10), ("lm", 64, 10), ("mlp", 256, 10)}
+    assert {bench.shape(p, [1, 2]) for p in custom} == {(1, 2), (2, 2), (4, 2)}, "a cluster per worker count, with both PS"
+    with pytest.raises(ValueError, match="give one count, or 1 and one more"):
+        bench.points([1], [2, 3], [1], ["mlp"], [64])
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -65,7 +71,7 @@ def test_plan_varies_each_axis_around_the_base_point():
     (["--ps", "0", "1"], "parameter server counts must be whole numbers >= 1"),
     (["--steps-per-closure", "0"], "--steps-per-closure 1 10 50"),
     (["--models", "resnet"], "unknown model 'resnet': choose from mlp, wide-mlp, lm"),
-    (["--repeats", "1"], "repeats must be a whole number >= 2"),
+    (["--repeats", "2"], "repeats must be a whole number >= 3"),
     (["--target-accuracy", "85"], "target_accuracy must be in (0, 1]"),
 ])
 @pytest.mark.cluster
@@ -81,7 +87,7 @@ def test_report_checks_its_settings_before_running_the_notebook(tmp_path):
     assert not (tmp_path / bench.NOTEBOOK.name).exists()
 
 
-def test_a_baseline_times_with_the_meter_it_is_given_and_measured_again_pools_its_intervals():
+def test_a_baseline_times_with_the_meter_it_is_given_one_interval_per_round():
     made = []
 
     class RecordedMeter(Meter):
@@ -90,12 +96,12 @@ def test_a_baseline_times_with_the_meter_it_is_given_and_measured_again_pools_it
             made.append(self)
 
     point = bench.Point("mlp", "single-process", 0, 0, 1, 64)
-    baseline = bench.Baseline(point, bench.Data(["mlp"]), repeats=2, min_steps=5, meter=RecordedMeter)
+    baseline = bench.baseline(point, bench.Data(["mlp"]), min_steps=5, meter=RecordedMeter)
+    assert len(made) == 1 and made[0].seconds == [], "the warm-up is not timed by the meter"
     first, second = baseline.measure(), baseline.measure()
     row = baseline.row(0.5)
-    assert len(made) == 1 and len(made[0].seconds) == row["intervals"] == 4, \
-        "one meter timed both measurements' intervals, pooled in one row"
-    assert baseline.slots == [first, second] and first > 0 and second > 0
+    assert len(made[0].seconds) == row["intervals"] == 2 and row["samples_per_s_intervals"] == [first, second]
+    assert len(baseline.accuracies) == 3, "the accuracy after the warm-up and after each round"
     assert set(made[0].counts) == {"machine"} and row["cpu_machine"] is not None, "every program's CPU, counted"
 
 

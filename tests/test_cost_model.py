@@ -2,8 +2,9 @@
 import pytest
 
 from labkit import bench
-from labkit.bench.costmodel import Cost, Costs, fit_cost, measure_costs, predict, predict_rows, scale_model, usable_cores
-from support.costs import bench_rows
+from labkit.bench.costmodel import (Cost, Costs, fit_cost, measure_costs, predict, predict_rows, scale_model, spare_points,
+                                    usable_cores)
+from support.costs import bench_rows, row
 
 MB = 1e6
 
@@ -68,11 +69,25 @@ def test_a_second_ps_helps_only_when_the_ps_side_is_the_bottleneck():
 
 
 def test_fit_cost_separates_per_step_per_closure_and_per_extra_ps():
-    cost = fit_cost((1, 1, 0.012), (10, 1, 0.0039), more_ps=(10, 2, 0.0049))
+    exact = [(1, 1, 0.012), (10, 1, 0.0039), (10, 2, 0.0049), (1, 2, 0.013)]  # 0.003 + 0.009 / K + 0.001 (p - 1)
+    cost = fit_cost(exact)
     assert (cost.per_step, cost.per_closure, cost.per_extra_ps) == pytest.approx((0.003, 0.009, 0.001))
-    assert cost.at(1) == pytest.approx(0.012) and cost.at(10, ps=2) == pytest.approx(0.0049)
-    noisy = fit_cost((1, 1, 0.010), (10, 1, 0.011))  # K = 10 measured slower: no negative dispatch cost
-    assert noisy.per_closure == 0 and noisy.per_step == pytest.approx(0.011)
+    noisy = fit_cost([(1, 1, 0.010), (10, 1, 0.011)])  # K = 10 measured slower: no negative dispatch cost
+    assert noisy.per_closure == 0 and noisy.per_step == pytest.approx(0.0105)
+    assert fit_cost([(10, 1, 0.004), (10, 1 + 1, 0.005)]).per_closure == 0, "one K: no dispatch cost to fit"
+
+
+def test_fit_cost_fits_every_point_by_least_squares_so_a_spare_point_leaves_a_residual():
+    measured = [(1, 1, 0.012), (10, 1, 0.0039), (10, 2, 0.0049), (1, 2, 0.015)]  # the last 2 ms off the model
+    cost = fit_cost(measured)
+    residuals = [seconds - cost.at(k, ps) for k, ps, seconds in measured]
+    assert all(abs(r) > 1e-5 for r in residuals), "no point is passed through exactly: the residual is spread"
+    assert sum(residuals) == pytest.approx(0, abs=1e-9)  # least squares with a constant part
+    # an exact fit through the first three (the rule of two packings and one more PS) leaves the fourth 2 ms off
+    assert sum(r * r for r in residuals) < 0.002 ** 2
+    rows = [row(ps=ps, steps_per_closure=k) for k, ps, _ in measured] + [row(workers=2)]
+    assert spare_points(rows, "mlp", 64) == 1
+    assert spare_points(rows[:2], "mlp", 64) == 0, "two packings, one PS count: two parts, no residual"
 
 
 @pytest.mark.parametrize("call, message", [
@@ -82,8 +97,7 @@ def test_fit_cost_separates_per_step_per_closure_and_per_extra_ps():
     (lambda: predict(costs(), 2, 1, 1, cores=-2), "cores must be > 0 or None"),
     (lambda: costs(worker=-0.001), "worker_cpu must be a positive cost"),
     (lambda: costs(pull=-1), "bytes per step must be >= 0"),
-    (lambda: fit_cost((10, 1, 0.01), (1, 1, 0.02)), "packing low <= high"),
-    (lambda: fit_cost((1, 1, 0.01), (10, 1, 0.02), more_ps=(10, 1, 0.03)), "more parameter servers than 1"),
+    (lambda: fit_cost([(1, 1, 0.01), (1, 1, 0.02)]), "one measurement per (steps per closure, PS count)"),
 ])
 def test_bad_input_says_what_is_wrong(call, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
@@ -156,7 +170,7 @@ def test_plan_measures_the_cost_model_inputs_for_every_model():
                         cores=2)
     for model in ("mlp", "lm"):
         one_worker = {(p.ps, p.steps_per_closure) for p in points if p.model == model and p.workers == 1}
-        assert one_worker == {(1, 1), (1, 50), (2, 50)}
+        assert one_worker == {(ps, k) for ps in (1, 2) for k in (1, 10, 50)}
 
 
 def test_every_cable_is_rate_limited_at_both_ends_so_each_direction_gets_the_rate():

@@ -15,7 +15,7 @@ Every step uses five resources, and the slowest one sets the pace:
   measured without a second worker: one process alone (the single-process baseline) and the one-worker points.
 
 A cost per step is ``per_step + per_closure / K + per_extra_ps * (p - 1)`` (``Cost``),
-fitted from one worker at two numbers of steps per closure and at two PS counts. ``predict`` gives the rate
+fitted by least squares on every point measured with one worker (its numbers of steps per closure and PS counts). ``predict`` gives the rate
 and which limit set it. ``measure_costs`` reads the costs from ``labkit.bench`` rows; ``scale_model`` gives
 those of a model of another size, by assumption (nothing measures it).
 """
@@ -110,23 +110,34 @@ def predict(costs, workers, ps, steps_per_closure, cores=None, link_bytes_per_s=
     return Prediction(limits[bottleneck], bottleneck, limits)
 
 
-def fit_cost(low, high, more_ps=None):
-    """A ``Cost`` through measurements ``(steps_per_closure, ps, seconds)``: ``low`` and ``high`` at two numbers of steps per closure
-    and the same PS count, ``more_ps`` (optional) at more PS. Each part is kept >= 0 (noise can make a
-    difference negative: then that part is 0)."""
-    (k_low, ps, value_low), (k_high, ps_high, value_high) = low, high
-    if ps != ps_high or k_low > k_high:
-        raise ValueError(f"low and high must share a PS count and have packing low <= high, got {low}, {high}.")
-    per_closure = max(0.0, (value_low - value_high) / (1 / k_low - 1 / k_high)) if k_low != k_high else 0.0
-    per_step = max(0.0, value_high - per_closure / k_high)
-    per_extra_ps = 0.0
-    if more_ps is not None:
-        k_more, ps_more, value_more = more_ps
-        if ps_more <= ps:
-            raise ValueError(f"more_ps must have more parameter servers than {ps}, got {more_ps}.")
-        per_extra_ps = max(0.0, (value_more - (per_step + per_closure / k_more)) / (ps_more - ps))
-    # per_step is the value at ``ps`` servers; the model counts extra servers from 1
-    return Cost(max(0.0, per_step - per_extra_ps * (ps - 1)), per_closure, per_extra_ps)
+def fit_cost(measurements):
+    """A ``Cost`` fitted to ``measurements`` ``(steps_per_closure, ps, seconds)`` by least squares, each part kept
+    >= 0 (scipy's ``nnls``: noise can pull a part below 0, which no cost is). A part needs its axis to vary:
+    ``per_closure`` two numbers of steps per closure, ``per_extra_ps`` two PS counts (else it is 0). With more
+    measurements than parts the fit has a residual (``spare_points``)."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    if len({(k, ps) for k, ps, _ in measurements}) < len(measurements):
+        raise ValueError(f"fit_cost takes one measurement per (steps per closure, PS count), got {measurements}.")
+    columns = _varied_parts(measurements)
+    design = np.array([[1.0, 1 / k, ps - 1] for k, ps, _ in measurements])[:, columns]
+    parts = np.zeros(3)
+    parts[columns] = nnls(design, np.array([seconds for _, _, seconds in measurements], dtype=float))[0]
+    return Cost(*map(float, parts))
+
+
+def _varied_parts(measurements):
+    """The parts of a ``Cost`` that ``measurements`` can tell apart: per step always, per closure and per extra PS
+    where their axis varies."""
+    return [0] + [column for column, axis in ((1, 0), (2, 1)) if len({m[axis] for m in measurements}) > 1]
+
+
+def spare_points(rows, model, batch_size):
+    """How many more points the costs of ``model`` at ``batch_size`` are fitted on than they have parts: with none,
+    the fit passes through every point and has no residual to show how well it fits."""
+    measurements = [(r["steps_per_closure"], r["ps"], 0.0) for r in calibration(rows, model, batch_size)]
+    return len(measurements) - len(_varied_parts(measurements))
 
 
 def _seconds_per_step(row):
@@ -138,19 +149,14 @@ def _cpu_per_step(kind):
 
 
 def calibration(rows, model, batch_size):
-    """The rows the costs of ``model`` at ``batch_size`` are fitted on: one worker (custom loop) at
-    the fewest PS, fewest and most steps per closure, and at the most PS, most steps per closure (or None)."""
+    """The rows the costs of ``model`` at ``batch_size`` are fitted on: every one-worker custom-loop row (each
+    number of steps per closure and PS count measured with one worker)."""
     one = [r for r in rows if r["loop"] == "custom" and r["model"] == model and r["workers"] == 1
            and r["batch_size"] == batch_size]
     if not one:
         raise ValueError(f"no one-worker custom-loop row of {model} at batch {batch_size}: the cost model "
                          "is fitted on one worker; measure it (bench.points adds those points).")
-    fewest = min(r["ps"] for r in one)
-    at_fewest = [r for r in one if r["ps"] == fewest]
-    low = min(at_fewest, key=lambda r: r["steps_per_closure"])
-    high = max(at_fewest, key=lambda r: r["steps_per_closure"])
-    more = [r for r in one if r["ps"] > fewest and r["steps_per_closure"] == high["steps_per_closure"]]
-    return low, high, (max(more, key=lambda r: r["ps"]) if more else None)
+    return one
 
 
 def measure_costs(rows, model, batch_size):
@@ -158,14 +164,15 @@ def measure_costs(rows, model, batch_size):
     calibrated = calibration(rows, model, batch_size)
 
     def cost(value):
-        return fit_cost(*[(r["steps_per_closure"], r["ps"], value(r)) if r else None for r in calibrated])
+        return fit_cost([(r["steps_per_closure"], r["ps"], value(r)) for r in calibrated])
 
-    low, high, _ = calibrated
     times = cost(_seconds_per_step), cost(_cpu_per_step("coordinator")), cost(_cpu_per_step("workers")), cost(_cpu_per_step("ps"))
-    if high["measured_pull_bytes_per_step"] is None:  # no `ss` (macOS): a dense step pulls and pushes M
-        return Costs(*times, high["model_bytes"], high["model_bytes"],
+    # the bytes of the most packed point at the fewest PS (per step, they hardly depend on either)
+    bytes_row = min(calibrated, key=lambda r: (r["ps"], -r["steps_per_closure"]))
+    if bytes_row["measured_pull_bytes_per_step"] is None:  # no `ss` (macOS): a dense step pulls and pushes M
+        return Costs(*times, bytes_row["model_bytes"], bytes_row["model_bytes"],
                      bytes_source="M each way: not measured without `ss`, right for dense models")
-    return Costs(*times, high["measured_pull_bytes_per_step"], high["measured_push_bytes_per_step"])
+    return Costs(*times, bytes_row["measured_pull_bytes_per_step"], bytes_row["measured_push_bytes_per_step"])
 
 
 def single_process_step(rows, model, batch_size):
@@ -212,7 +219,7 @@ def usable_cores(rows, model, batch_size, cores):
     """The cores the tasks of ``model`` can keep busy together on this machine, from what ran without a second
     worker: the most that one process alone (the single-process baseline beside the one-worker points) or
     the tasks of a one-worker point kept busy, and at most ``cores``."""
-    calibrated = [r for r in calibration(rows, model, batch_size) if r]
+    calibrated = calibration(rows, model, batch_size)
     beside = {(r["beside_workers"], r["beside_ps"]) for r in calibrated}
     alone = [r for r in rows if r["loop"] == "single-process" and r["model"] == model and r["batch_size"] == batch_size
              and (r["beside_workers"], r["beside_ps"]) in beside]
@@ -224,7 +231,7 @@ def predict_rows(rows, calibration_batch, cores, predictor=predict):
     loopback): a list of (row, Prediction, was it a calibration row). ``predictor``: ``predict`` or a function
     like it (notebook 08 passes its own copy)."""
     calibrating = {id(r) for model in {r["model"] for r in rows if r["loop"] == "custom"}
-                   for r in calibration(rows, model, calibration_batch) if r}
+                   for r in calibration(rows, model, calibration_batch)}
     costs, usable, predicted = {}, {}, []
     for row in rows:
         if row["loop"] != "custom":

@@ -34,20 +34,22 @@ def save(rows, out_dir, settings):
 
 
 def format_table(rows):
-    """A text table: samples/s (median, quartiles), ratio to one process and how much that baseline moved
-    across the point, time to target, CPU, bytes."""
+    """A text table: samples/s (median, quartiles), ratio to one process (timed in the same rounds) with its
+    interval, time to target, CPU, bytes."""
     def number(value, form, scale=1):
         return "-" if value is None else format(value / scale, form)
 
     lines = [f"{'model':<9}{'loop':<15}{'w':>2}{'ps':>3}{'K':>4}{'batch':>6}{'samples/s':>10}{'q1–q3':>14}"
-             f"{'÷1 proc':>8}{'base moved':>11}{'to target s':>12}{'CPU coord/work/ps':>19}{'pull/push KB/step':>19}"]
+             f"{'÷1 proc':>8}{'interval':>11}{'to target s':>12}{'CPU coord/work/ps':>19}{'pull/push KB/step':>19}"]
     for r in rows:
         quartiles = f"{r['samples_per_s_q1']:,.0f}–{r['samples_per_s_q3']:,.0f}"
+        low, high = r["ratio_to_single_process_interval"]
+        interval = "-" if r["loop"] == "single-process" or low is None else f"{low:.2f}–{high:.2f}"
         cpu = f"{r['cpu_coordinator']:.2f}/{r['cpu_workers']:.2f}/{r['cpu_ps']:.2f}"
         kilobytes = [number(r[f"measured_{d}_bytes_per_step"], ",.0f", 1e3) for d in ("pull", "push")]
         lines.append(f"{r['model']:<9}{r['loop']:<15}{r['workers']:>2}{r['ps']:>3}{r['steps_per_closure']:>4}{r['batch_size']:>6}"
                      f"{r['samples_per_s_median']:>10,.0f}{quartiles:>14}{number(r['ratio_to_single_process'], '.2f'):>8}"
-                     f"{number(r['baseline_drift'], '+.0%'):>11}"
+                     f"{interval:>11}"
                      f"{number(r['seconds_to_target'], '.1f'):>12}{cpu:>19}{'/'.join(kilobytes):>19}")
     return "\n".join(lines)
 

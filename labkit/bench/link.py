@@ -33,8 +33,9 @@ def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out
     """On the chief: time the MLP's custom loop on the cluster of TF_CONFIG; write steps/s to ``out_path``."""
     import tensorflow as tf
 
-    from labkit.bench.measure import run_custom
+    from labkit.bench.measure import custom_loop
     from labkit.bench.points import interval_steps
+    from labkit.train import per_worker_iterator
     from labkit.verdict import five_number_summary
     from labkit.bench.workloads import Data, workload
     from labkit.meter import Meter
@@ -44,8 +45,12 @@ def measure_here(workers, steps_per_closure, batch_size, repeats, min_steps, out
     with strategy.scope():
         work = workload(MODEL, Data([MODEL]), batch_size, steps_per_closure)
     steps = interval_steps(Point(MODEL, "custom", workers, 1, steps_per_closure, batch_size), min_steps)
+    train_interval = custom_loop(work, per_worker_iterator(coordinator, work.dataset_fn), steps_per_closure, strategy,
+                                 coordinator)
+    train_interval(Meter(), steps)  # the warm-up: tracing, datasets, first pulls
     meter = Meter({"coordinator": os.getpid()})
-    run_custom(work, meter, steps, repeats, steps_per_closure, strategy, coordinator)
+    for _ in range(repeats):
+        train_interval(meter, steps)
     result = {"steps_per_s": five_number_summary([steps / s for s in meter.seconds]), "interval_steps": steps}
     Path(out_path).write_text(json.dumps(result))
 

@@ -43,9 +43,9 @@ def points(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
     """The points the benchmark measures, on one cluster shape per worker count (``shape``).
 
     The first model at the first batch size runs at every worker count, PS count and steps per closure (the
-    throughput curve, the PS question, packing, and on one worker the cost model's inputs); every other
-    model at every worker count and PS count with the most steps per closure, and on one worker at every
-    steps per closure too (its cost model's inputs). At the *base point* (the worker count closest to the
+    throughput curve, the PS question, packing); every other model at every worker count and PS count with the
+    most steps per closure; every model on one worker at every PS count and steps per closure (the cost model's
+    inputs, fitted there and checked on the other worker counts). At the *base point* (the worker count closest to the
     cores, the first PS count and batch size): model.fit at every steps per closure for the MNIST models,
     and the first model at every other batch size. Each (model, batch size) also gets a single-process
     baseline, measured beside the points of every shape it has one in.
@@ -61,9 +61,9 @@ def points(workers, ps, steps_per_closure, models, batch_sizes, cores=None):
     base_workers, num_ps, batch = base_point(workers, ps, batch_sizes, cores)
     first, most = models[0], max(steps_per_closure)
     grid = [Point(first, "custom", w, p, k, batch) for w, p, k in itertools.product(workers, ps, steps_per_closure)]
-    for model in models[1:]:
-        grid += [Point(model, "custom", w, p, most, batch) for w, p in itertools.product(workers, ps)]
-        grid += [Point(model, "custom", 1, p, k, batch) for p, k in itertools.product(ps, steps_per_closure)]
+    grid += [Point(model, "custom", w, p, most, batch) for model in models[1:] for w, p in itertools.product(workers, ps)]
+    # the cost model's inputs (labkit.bench.costmodel): every model on one worker at every PS count and packing
+    grid += [Point(model, "custom", 1, p, k, batch) for model in models for p, k in itertools.product(ps, steps_per_closure)]
     grid += [Point(m, "fit", base_workers, num_ps, k, batch)
              for m, k in itertools.product(models, steps_per_closure) if m in MNIST_MODELS]
     grid += [Point(first, "custom", base_workers, num_ps, k, b) for b, k in itertools.product(batch_sizes, steps_per_closure)]

@@ -16,7 +16,7 @@ import psutil
 
 from labkit.runtime import children, processes
 
-PROGRESS_LINE = re.compile(r"^bench: (\d+)/(\d+) points?")
+PROGRESS_LINE = re.compile(r"^bench: (\d+)/(\d+) measurements?")
 
 
 class Measurement:

@@ -44,7 +44,7 @@ class ExplorerModel:
             raise ValueError("no custom-loop row in these rows: give the rows of the benchmark's points "
                              "(bench.measure_points), with one worker at two numbers of steps per closure.")
         self.model, self.calibration_batch = custom[0]["model"], custom[0]["batch_size"]
-        self._fitted_on = {id(r) for r in calibration(rows, self.model, self.calibration_batch) if r}
+        self._fitted_on = {id(r) for r in calibration(rows, self.model, self.calibration_batch)}
         self.batches = sorted({r["batch_size"] for r in rows if r["loop"] == "single-process" and r["model"] == self.model})
         self.costs = {batch: costs_for(rows, self.model, batch, self.calibration_batch) for batch in self.batches}
         self.cores = usable_cores(rows, self.model, self.calibration_batch, cores or os.cpu_count())
