@@ -32,6 +32,9 @@ def test_what_was_not_measured_is_said_to_be_assumed(explorer):
     assert size.startswith("A model ×4 the size of mlp was not measured")
     assert "outside those measured (1–10)" in packing and link.startswith("Links of 1 Gbit/s: only the rate counts")
     assert explorer.model.assumptions(Shape(2, 3, 10, 64)) == [], "the rows measured 2 PS: what another PS costs is known"
+    assert explorer.model.assumptions(Shape(5, 1, 10, 64)) == [
+        "5 workers: the benchmark checked the model on up to 2; beyond, the curve is a prediction that no measurement "
+        "has checked."]
     one_ps = ExplorerModel([r for r in bench_rows() if r["ps"] != 2], cores=2)
     assert one_ps.assumptions(Shape(2, 2, 10, 64))[0].startswith("The points measured 1 PS only")
 
@@ -48,6 +51,7 @@ def test_a_point_it_cannot_measure_here_gets_a_message_and_no_process(explorer):
 
 def test_the_saved_copy_figure_has_a_curve_per_packing_and_the_measured_points(explorer):
     axis = explorer.default_grid().axes[0]
+    assert {x for line in axis.get_lines() for x in line.get_xdata()} == {1, 2}, "drawn up to the 2 workers measured"
     labels = axis.get_legend_handles_labels()[1]
     assert {"K=1 predicted", "K=10 predicted", "K=10 measured"} <= set(labels)
     annotations = [text.get_text() for text in axis.texts]

@@ -180,7 +180,8 @@ def on_cluster(point, connected, data, min_steps, batches, meter=Meter, custom=c
                                   warm_up_epoch=True)
     else:
         key = (point.model, point.batch_size)
-        batches.setdefault(key, per_worker_iterator(coordinator, work.dataset_fn))
+        if key not in batches:  # one per-worker dataset each: one more would be made and dropped for nothing
+            batches[key] = per_worker_iterator(coordinator, work.dataset_fn)
         train_interval = custom(work, batches[key], point.steps_per_closure, strategy, coordinator)
     pids = {"coordinator": os.getpid(), **{task.name: task.pid for task in cluster.tasks}}
     measured = Measured(point, work, train_interval, meter(pids, traffic.ps_pids(cluster), {"machine": machine_cpu_seconds}),

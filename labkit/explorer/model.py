@@ -51,6 +51,7 @@ class ExplorerModel:
         self.points = [r for r in custom if r["model"] == self.model]
         self.measured_ps = sorted({r["ps"] for r in self.points})
         self.measured_k = sorted({r["steps_per_closure"] for r in self.points})
+        self.checked_workers = max(r["workers"] for r in self.points)  # the model was checked up to here
         self.max_measured_workers, self.predictor = max_measured_workers, predictor
         self.measurements = []  # one dict per point measured here: its shape, measured and predicted samples/s
 
@@ -76,6 +77,9 @@ class ExplorerModel:
         if not min(self.measured_k) <= shape.steps_per_closure <= max(self.measured_k):
             said.append(f"{shape.steps_per_closure} steps per closure lies outside those measured "
                         f"({min(self.measured_k)}–{max(self.measured_k)}): the fit a + b/K is extrapolated.")
+        if shape.workers > self.checked_workers:
+            said.append(f"{shape.workers} workers: the benchmark checked the model on up to {self.checked_workers}; "
+                        "beyond, the curve is a prediction that no measurement has checked.")
         if shape.link != LOOPBACK:
             said.append(f"Links of {shape.link}: only the rate counts (no latency); every task still shares this machine's "
                         "cores, as <code>labkit bench link</code> emulates with network namespaces. The button measures "

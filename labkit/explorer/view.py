@@ -72,7 +72,7 @@ class CostModelExplorer:
         shape = shape or self.shape()
         figure = Figure(figsize=(6.4, 4.2))
         axis = figure.subplots()
-        most = max(8, shape.workers)
+        most = max(self.model.checked_workers, shape.workers)  # beyond the points checked only if asked for
         self._draw_curve(axis, shape, most, "C0", "predicted")
         now = self.model.predict(shape)
         axis.scatter([shape.workers], [now.steps_per_s * shape.batch_size], s=220, facecolors="none", edgecolors="C3",
@@ -89,13 +89,13 @@ class CostModelExplorer:
 
     def default_grid(self):
         """The figure a saved copy keeps: for each K the points measured, at their PS count and batch, the predicted
-        curve against workers, and the measured points with their errors."""
+        curve against workers up to the most workers measured, and the measured points with their errors."""
         from matplotlib.figure import Figure
 
         model, figure = self.model, Figure(figsize=(6.4, 4.2))
         axis = figure.subplots()
         ps, batch = model.points[-1]["ps"], model.calibration_batch
-        most = max(8, max(r["workers"] for r in model.points))
+        most = model.checked_workers  # drawn only where the benchmark checked it
         for color, k in zip(("C0", "C1", "C2", "C4"), model.measured_k):
             self._draw_curve(axis, Shape(1, ps, k, batch), most, color, f"K={k} predicted")
             _draw_measured(axis, [model.point_of(r) for r in model.points

@@ -341,7 +341,8 @@ def add_bench(commands):
         bench_parser.add_argument(flag, type=kind, nargs="+", default=default,
                                   help=f"{what} (default: {' '.join(map(str, default))})")
     bench_parser.add_argument("--repeats", type=int, default=defaults["repeats"],
-                              help="timed intervals per point, after one warm-up interval (default: %(default)s)")
+                              help="rounds: each point and its baseline timed once per round, taking turns, after "
+                                   "one warm-up interval each (default: %(default)s)")
     bench_parser.add_argument("--min-steps", type=int, default=defaults["min_steps"],
                               help="steps per interval, at least (default: %(default)s)")
     bench_parser.add_argument("--target-accuracy", type=float, default=defaults["target_accuracy"],
