@@ -152,17 +152,20 @@ def interleave(measure_a, measure_b, blocks, order="ABBA") -> tuple[list, list]:
     return a_values, b_values
 
 
-def interleave_many(measures, blocks) -> list[list]:
+def interleave_many(measures, blocks, after_block=None) -> list[list]:
     """ABBA for any number of measurements: call each of ``measures`` once in each of ``blocks`` blocks, in their
     order in the first block and reversed in the next (A B C, C B A, A B C...), so that a drift or a warm-up
     favours none; return one list of values per measurement, one value per block. Any two of them are then
-    compared block by block (``interleaved``)."""
+    compared block by block (``interleaved``). ``after_block(n)``, if given, is called after block n (from 1),
+    e.g. for a progress line."""
     _check_blocks(blocks)
     values = [[] for _ in measures]
     for block in range(blocks):
         order = list(zip(measures, values))
         for measure, kept in (order[::-1] if block % 2 else order):
             kept.append(measure())
+        if after_block:
+            after_block(block + 1)
     return values
 
 

@@ -315,11 +315,13 @@ def test_spreads_are_apart_only_when_every_value_is_beyond_every_other(values, o
 
 
 def test_interleave_many_reverses_the_order_every_block_so_a_drift_favours_none():
-    calls = []
+    calls, blocks_done = [], []
     values = verdict.interleave_many([lambda: calls.append("A") or len(calls), lambda: calls.append("B") or len(calls),
-                                      lambda: calls.append("C") or len(calls)], 4)
+                                      lambda: calls.append("C") or len(calls)], 4,
+                                     after_block=lambda n: blocks_done.append((n, len(calls))))
     assert "".join(calls) == "ABCCBAABCCBA"
     assert values == [[1, 6, 7, 12], [2, 5, 8, 11], [3, 4, 9, 10]]
+    assert blocks_done == [(1, 3), (2, 6), (3, 9), (4, 12)], "told after each block, with its number"
     machine = DriftingMachine(ticks=18)
     a, b, c = verdict.interleave_many([machine.measure("A", 1.0), machine.measure("B", 1.0),
                                        machine.measure("C", 1.0)], 6)

@@ -231,16 +231,15 @@ def measure_points(points, repeats=6, min_steps=50, target_accuracy=0.9, data=No
                                 on_cluster(point, connected, data, min_steps, batches, meter, custom))
                 done += 1
                 progress.line(done, warmed_up=_label(point, workers, num_ps))
-            for round_number in range(repeats):  # verdict.interleave_many's order, with a progress line per round
-                for one in measured[::-1] if round_number % 2 else measured:
-                    one.measure()
-                done += 1
-                progress.line(done, timed=f"round {round_number + 1}/{repeats} on {workers}w {num_ps}ps")
+            first_round = done
+            verdict.interleave_many([m.measure for m in measured], repeats, after_block=lambda block: progress.line(
+                first_round + block, timed=f"round {block}/{repeats} on {workers}w {num_ps}ps"))
+            done += repeats
             beside = {"beside_workers": workers, "beside_ps": num_ps}
             rows += [{**m.row(target_accuracy), **beside, **({"bytes_per_ps": placed_on(m.work)} if m.point.workers else {})}
                      for m in measured]
             del measured, batches
-            gc.collect()  # free this shape's functions while its tasks still run
+            gc.collect()  # free this shape's functions while its tasks still run (after, they print red lines)
     return add_ratios(rows)
 
 
