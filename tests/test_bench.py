@@ -101,7 +101,10 @@ def test_a_baseline_times_with_the_meter_it_is_given_one_interval_per_round():
     first, second = baseline.measure(), baseline.measure()
     row = baseline.row(0.5)
     assert len(made[0].seconds) == row["intervals"] == 2 and row["samples_per_s_intervals"] == [first, second]
-    assert len(baseline.accuracies) == 3, "the accuracy after the warm-up and after each round"
+    steps = baseline.steps
+    assert [trained for trained, _ in baseline.evaluations] == [steps, 2 * steps, 3 * steps], \
+        "the accuracy after the warm-up and after each round, with the steps trained so far"
+    assert row["steps_trained"] == 3 * steps and row["steps_to_target"] in (steps, 2 * steps, 3 * steps, None)
     assert set(made[0].counts) == {"machine"} and row["cpu_machine"] is not None, "every program's CPU, counted"
 
 

@@ -35,7 +35,7 @@ def machine_cpu_seconds():
 
 def custom_loop(work, batches, steps_per_closure, strategy, coordinator):
     """labkit.train's packed closures: a function that trains one interval of ``steps`` steps, timed by ``meter``,
-    and returns the test accuracy after it (None for the LM)."""
+    and returns the test accuracy after it (None for the LM) and the steps it trained."""
     from labkit import models, train
 
     train_steps = train.make_train_steps(strategy, work.model, work.model.optimizer, models.mean_cross_entropy,
@@ -45,14 +45,14 @@ def custom_loop(work, batches, steps_per_closure, strategy, coordinator):
         recording = train.Recording(evaluate=lambda: {"accuracy": work.evaluate()}, description=None, meter=meter)
         timed = train.run(coordinator, train_steps, batches, steps, steps_per_closure, log_every_steps=steps,
                           recording=recording)
-        return timed.accuracy[-1]
+        return timed.accuracy[-1], steps
     return interval
 
 
 def fit_loop(work, dataset, warm_up_epoch=False):
     """model.fit: a function that trains one interval of ``steps`` steps, timed by ``meter``, and returns the test
-    accuracy after it. On a cluster each call of model.fit builds the workers' datasets again: there,
-    ``warm_up_epoch`` runs a first epoch of the same length, untimed."""
+    accuracy after it and the steps it trained. On a cluster each call of model.fit builds the workers' datasets
+    again: there, ``warm_up_epoch`` runs a first epoch of the same length, untimed (and trained: counted)."""
     import tensorflow as tf
 
     class LastEpochTimed(tf.keras.callbacks.Callback):
@@ -72,51 +72,54 @@ def fit_loop(work, dataset, warm_up_epoch=False):
 
     def interval(meter, steps):
         work.model.fit(dataset, epochs=epochs, steps_per_epoch=steps, verbose=0, callbacks=[LastEpochTimed(meter, epochs)])
-        return work.evaluate()
+        return work.evaluate(), epochs * steps
     return interval
 
 
 class Measured:
     """One point (or baseline) on its shape: ``measure()`` trains one interval, timed by its meter, and keeps the
-    accuracy after it; ``row()`` is its result row."""
+    accuracy after it (``evaluations``: steps trained so far, accuracy); ``row()`` is its result row."""
 
     def __init__(self, point, work, train_interval, meter, steps, placement=contextlib.nullcontext):
         self.point, self.work, self.train_interval, self.meter, self.steps = point, work, train_interval, meter, steps
-        self.placement, self.accuracies = placement, []
+        self.placement, self.evaluations = placement, []
+
+    def _train(self, meter):
+        with self.placement():
+            accuracy, trained = self.train_interval(meter, self.steps)
+        self.evaluations.append((trained + (self.evaluations[-1][0] if self.evaluations else 0), accuracy))
 
     def warm_up(self):
         """One interval, not timed (its meter is a throwaway); returns its seconds."""
         throwaway = Meter()
-        with self.placement():
-            self.accuracies.append(self.train_interval(throwaway, self.steps))
+        self._train(throwaway)
         return throwaway.seconds[-1]
 
     def measure(self):
         """One timed interval; returns its samples/s."""
-        with self.placement():
-            self.accuracies.append(self.train_interval(self.meter, self.steps))
+        self._train(self.meter)
         return self.steps * self.point.batch_size / self.meter.seconds[-1]
 
     def row(self, target_accuracy):
-        return result_row(self.point, self.work, self.meter, self.steps, self.accuracies, target_accuracy)
+        return result_row(self.point, self.work, self.meter, self.steps, self.evaluations, target_accuracy)
 
 
-def result_row(point, work, meter, steps, accuracies, target_accuracy):
-    """One flat row of results (for the CSV) from a finished measurement; ``accuracies``: after the warm-up and
-    after each timed interval."""
+def result_row(point, work, meter, steps, evaluations, target_accuracy):
+    """One flat row of results (for the CSV) from a finished measurement; ``evaluations``: (steps trained so far,
+    test accuracy) after the warm-up and after each timed interval."""
     from labkit.models import model_bytes  # TensorFlow: imported here, so that `labkit --help` starts fast
     from labkit.train import first_reaching
 
     steps_per_s = five_number_summary([steps / s for s in meter.seconds])
     wall = sum(meter.seconds)
-    reached = first_reaching(accuracies, target_accuracy)
-    steps_to_target = (reached + 1) * steps if reached is not None else None
+    reached = first_reaching([accuracy for _, accuracy in evaluations], target_accuracy)
+    steps_to_target = evaluations[reached][0] if reached is not None else None
     M = model_bytes(work.model)
     row = {**asdict(point), "model_bytes": M, "interval_steps": steps, "intervals": len(meter.seconds),
            **{f"steps_per_s_{k}": v for k, v in steps_per_s.items()},
            **{f"samples_per_s_{k}": v * point.batch_size for k, v in steps_per_s.items()},
            "samples_per_s_intervals": [steps * point.batch_size / s for s in meter.seconds],  # JSON only: one per round
-           "final_accuracy": accuracies[-1], "steps_to_target": steps_to_target,
+           "final_accuracy": evaluations[-1][1], "steps_trained": evaluations[-1][0], "steps_to_target": steps_to_target,
            # steps needed x time per step at the steady rate (tracing and evaluation excluded)
            "seconds_to_target": steps_to_target / steps_per_s["median"] if steps_to_target else None,
            "cpu_coordinator": meter.cpu_seconds["coordinator"] / wall,
