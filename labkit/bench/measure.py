@@ -265,7 +265,7 @@ def add_ratios(rows):
             continue
         alone = baselines[row["model"], row["batch_size"], row["beside_workers"], row["beside_ps"]]
         ratio = verdict.interleaved("ratio", row["samples_per_s_intervals"], alone["samples_per_s_intervals"],
-                                    measure="samples/s", min_blocks=2)
+                                    measure="samples/s")
         row.update(baseline_samples_per_s=alone["samples_per_s_median"], ratio_to_single_process=ratio.effect,
                    ratio_to_single_process_interval=list(ratio.interval))
     return rows
