@@ -38,6 +38,17 @@ def test_each_ratio_compares_a_point_with_its_baseline_round_by_round_so_a_drift
     assert rows[1]["baseline_samples_per_s"] == 900.0
 
 
+@pytest.mark.parametrize("steps_to_target, final_accuracy, outcome", [
+    (160, 0.91, "reached"), (None, 0.88, "not reached"), (None, 0.892, "cannot tell"), (None, 0.8906, "cannot tell")])
+def test_one_run_short_of_its_target_by_less_than_the_test_set_resolves_cannot_tell(steps_to_target, final_accuracy,
+                                                                                   outcome):
+    # 1,000 distinct test images at 0.9: one binomial standard error is 0.0095
+    row = {"steps_to_target": steps_to_target, "final_accuracy": final_accuracy}
+    assert bench.target_outcome(row, 0.9, distinct_test_examples=1000) == outcome
+    assert bench.target_outcome(row, 0.9, distinct_test_examples=100_000) == ("reached" if steps_to_target else
+                                                                           "not reached"), "a larger test set resolves it"
+
+
 @pytest.mark.cluster
 def test_one_cli_runs_both_benchmarks():
     done = labkit("bench", "--help")

@@ -28,10 +28,10 @@ from labkit.bench.plots import plot, plot_predictions
 from labkit.bench.report import NOTEBOOK, report, run_and_save
 from labkit.bench.startup import startup
 from labkit.bench.measure import (Connected, Measured, add_ratios, baseline, custom_loop, fit_loop, measure_points, on_cluster,
-                                  placed_on, result_row)
+                                  placed_on, result_row, target_outcome)
 from labkit.bench.workloads import LM_SEQUENCE_LENGTH, MNIST_MODELS, MODELS, Data, Workload, workload
 
 __all__ = ["costmodel", "format_table", "load", "machine", "save", "custom_loop", "fit_loop", "DEFAULTS", "Point",
            "base_point", "check", "interval_steps", "points", "shape", "plot", "plot_predictions", "NOTEBOOK", "report",
            "run_and_save", "startup", "Connected", "Measured", "add_ratios", "baseline", "on_cluster", "placed_on",
-           "result_row", "measure_points", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload", "workload"]
+           "result_row", "target_outcome", "measure_points", "LM_SEQUENCE_LENGTH", "MNIST_MODELS", "MODELS", "Data", "Workload", "workload"]

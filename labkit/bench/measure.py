@@ -76,6 +76,16 @@ def fit_loop(work, dataset, warm_up_epoch=False):
     return interval
 
 
+def target_outcome(row, target_accuracy, distinct_test_examples):
+    """What one run (one seed) says about ``target_accuracy``: "reached" (an evaluation reached it), "not reached"
+    (its last accuracy is more than the test set's resolution below it, ``verdict.resolution_floor``) or "cannot
+    tell" (within it: another seed, or another draw of test images, might have reached it)."""
+    if row["steps_to_target"]:
+        return "reached"
+    floor = verdict.resolution_floor(distinct_test_examples, target_accuracy)
+    return "not reached" if target_accuracy - row["final_accuracy"] > floor else verdict.CANNOT_TELL
+
+
 class Measured:
     """One point (or baseline) on its shape: ``measure()`` trains one interval, timed by its meter, and keeps the
     accuracy after it (``evaluations``: steps trained so far, accuracy); ``row()`` is its result row."""

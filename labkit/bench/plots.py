@@ -31,7 +31,7 @@ def plot(rows, path, base):
                          r["batch_size"] == batch and r["steps_per_closure"] == steps_per_closure], "workers", f"{steps_per_closure} steps/closure")
     beside = [r for r in custom if r["model"] == first_model and r["ps"] == ps and r["batch_size"] == batch]
     axis.scatter([r["workers"] for r in beside], [r["baseline_samples_per_s"] for r in beside], marker="x",
-                 color="grey", label="one process, no cluster (measured beside each point)")
+                 color="grey", label="one process, no cluster (timed in the same rounds)")
     axis.set(title=f"{first_model}: samples/s against workers ({ps} ps)", xlabel="workers", ylabel="samples/s")
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.legend(fontsize=8)
@@ -42,11 +42,16 @@ def plot(rows, path, base):
     closure_sizes = sorted({r["steps_per_closure"] for r in at_base})
     width = 0.8 / len(closure_sizes)
     for i, steps_per_closure in enumerate(closure_sizes):
-        ratios = [next((r["ratio_to_single_process"] or 0 for r in at_base
-                        if r["model"] == m and r["steps_per_closure"] == steps_per_closure), 0) for m in models]
-        axis.bar(np.arange(len(models)) + i * width, ratios, width, label=f"{steps_per_closure} steps/closure")
+        chosen = [next((r for r in at_base if r["model"] == m and r["steps_per_closure"] == steps_per_closure), None)
+                  for m in models]
+        ratios = [r["ratio_to_single_process"] if r else 0 for r in chosen]
+        bounds = [r["ratio_to_single_process_interval"] if r else [None, None] for r in chosen]
+        below = [ratio - low if low is not None else 0 for ratio, (low, _) in zip(ratios, bounds)]
+        above = [high - ratio if high is not None else 0 for ratio, (_, high) in zip(ratios, bounds)]
+        axis.bar(np.arange(len(models)) + i * width, ratios, width, yerr=[below, above], capsize=3,
+                 label=f"{steps_per_closure} steps/closure")
     axis.axhline(1, color="grey", linestyle=":")
-    axis.set(title=f"cluster ÷ one process, samples/s ({workers} workers, {ps} ps)", ylabel="ratio",
+    axis.set(title=f"cluster ÷ one process, samples/s, 95 % interval ({workers} workers, {ps} ps)", ylabel="ratio",
              xticks=np.arange(len(models)) + width * (len(closure_sizes) - 1) / 2, xticklabels=models)
     axis.legend(fontsize=8)
 
