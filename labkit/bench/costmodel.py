@@ -14,9 +14,9 @@ Every step uses five resources, and the slowest one sets the pace:
   PS, the PS on a push) and TensorFlow's threads wait for theirs. ``usable_cores`` takes it from what was
   measured without a second worker: one process alone (the single-process baseline) and the one-worker points.
 
-A cost per step is ``per_step + per_closure / K + per_extra_ps * (p - 1)`` (``Cost``),
-fitted by least squares on every point measured with one worker (its numbers of steps per closure and PS counts). ``predict`` gives the rate
-and which limit set it. ``measure_costs`` reads the costs from ``labkit.bench`` rows; ``scale_model`` gives
+A cost per step is ``per_step + per_closure / K + per_extra_ps * (p - 1)`` (``Cost``), fitted by least squares
+on every point measured with one worker (its numbers of steps per closure and PS counts). ``predict`` gives the
+rate and which limit set it. ``measure_costs`` reads the costs from ``labkit.bench`` rows; ``scale_model`` gives
 those of a model of another size, by assumption (nothing measures it).
 """
 import math
