@@ -7,7 +7,10 @@ waits until all workers have all-reduced their gradients. ``run_all_reduce`` sta
 ``num_workers`` processes of ``python -m labkit.allreduce`` (``labkit.runtime.children``: they exit with
 their parent), each running the source of a worker program (``all_reduce_worker``, or the notebook's
 copy of it), waits for them and reads what each wrote to a JSON file.
-``run_parameter_servers`` trains the same ``Setup`` on a ``LocalCluster`` from this process.
+``parameter_server_phases`` trains the same ``Setup`` on a ``LocalCluster`` from this process, one
+phase at a time. The two can take turns (``run_all_reduce(..., alongside=...)``, ``Turns``): the
+all-reduce workers wait, idle, while this process trains, and the reverse, so that timings of the
+two strategies can be interleaved under the same conditions of the machine.
 
 Facts checked in TensorFlow 2.21's source: on CPU the collectives are RING all-reduce over gRPC
 (``CommunicationImplementation.AUTO``); dense gradients are all-reduced, while ``IndexedSlices``
@@ -26,6 +29,7 @@ import os
 import shutil
 import tempfile
 import textwrap
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -51,8 +55,10 @@ class Setup:
     an interval is ``batches_per_interval`` batches summed over all workers.
 
     With ``seeds`` > 1 (the MLP), the even phase runs once per seed (``seed``, ``seed + 1``, ...) on
-    the same model, optimizer, traced step and stream of batches: each seed restarts the weights
-    from its own initial values and the optimizer from zero, and trains on the stream's next batches.
+    the same model, optimizer and traced step. Each seed is a run of its own: its stream of batches
+    starts again (each worker's own order, from that seed), and after one untimed call per worker
+    (the warm-up) the weights take that seed's initial values and the optimizer starts from zero.
+    So one seed gives both strategies the same initial weights and the same batches on each worker.
     """
 
     model: str = "mlp"                # "mlp": the MNIST MLP; "embedding": a large item-embedding table
@@ -96,7 +102,7 @@ class Setup:
     def phases(self):
         """(name, intervals, batches per interval, slowed worker, seed to restart from): the even phase once
         per seed, named "seed N", then the one with a slowed worker, if any (it continues the last seed's
-        run). That one is a single interval: under parameter servers the end of each interval waits for
+        weights, seed None). That one is a single interval: under parameter servers the end of each interval waits for
         every scheduled closure, the slow worker's last one too, which a longer interval waits for less often."""
         even = [(f"seed {seed}", self.intervals, self.batches_per_interval, None, seed)
                 for seed in range(self.seed, self.seed + self.seeds)]
@@ -117,18 +123,23 @@ class Setup:
 
     def restart(self, model, optimizer, seed):
         """Set the MLP ``model`` to the initial weights a new MLP gets with seed ``seed``, and its Adam
-        ``optimizer`` back to its start (step count and moments zero)."""
+        ``optimizer`` back to its start (step count and moments zero). Nothing for a phase that continues
+        (``seed`` None) or for the embedding model, which trains one seed from ``build()``."""
+        if seed is None or self.model != "mlp":
+            return
         models.restart_mnist_mlp(model, seed)
         for variable in optimizer.variables():
             variable.assign(tf.zeros_like(variable))
 
-    def dataset_fn(self, data=None, slow_worker=None):
-        """A ``dataset_fn`` for either strategy: each worker its own stream; ``slow_worker`` paused per batch."""
+    def dataset_fn(self, data=None, slow_worker=None, seed=None):
+        """A ``dataset_fn`` for either strategy: each worker its own stream from ``seed`` (None: ``self.seed``);
+        ``slow_worker`` paused per batch."""
+        seed = self.seed if seed is None else seed
         if self.model == "mlp":
-            batches = mnist_dataset_fn(data, self.batch_size, self.seed)
+            batches = mnist_dataset_fn(data, self.batch_size, seed)
         else:
             def batches(input_context=None):
-                return power_law_ids(self.rows, self.ids_per_example, self.batch_size, self.seed, input_context)
+                return power_law_ids(self.rows, self.ids_per_example, self.batch_size, seed, input_context)
         batches = with_slowed_worker(batches, slow_worker, self.slow_ms)
 
         def dataset_fn(input_context=None):
@@ -168,6 +179,20 @@ class Phase(train.TrainingLog):
         updates = self.evaluation["updates"]
         return (updates[-1] - updates[0]) / (self.step[-1] - self.step[0])
 
+    def reaching(self, accuracy):
+        """(samples, training seconds) when the test accuracy first reached ``accuracy``, or None if it never
+        did. Between the last evaluation below it and the first at or above it, both are interpolated along
+        a straight line of accuracy (the first evaluation's own values if that one already reached it)."""
+        row = train.first_reaching(self.accuracy, accuracy)
+        if row is None:
+            return None
+        if row == 0:
+            return self.samples[0], self.seconds[0]
+        below, above = self.accuracy[row - 1], self.accuracy[row]
+        share = (accuracy - below) / (above - below)
+        return tuple(float(values[row - 1] + share * (values[row] - values[row - 1]))
+                     for values in (self.samples, self.seconds))
+
     @property
     def link_bytes_per_step(self):
         """Bytes through a worker's network link per batch it trained (pulls + pushes, or sent + received)."""
@@ -203,17 +228,20 @@ def weights_digest(model):
 
 
 # ----- asynchronous: parameter servers, driven from this process ------------------------
-def run_parameter_servers(setup, cluster, coordinator, data=None):
-    """Train ``setup`` on a running LocalCluster through ``coordinator``; {phase name: Phase}.
+def parameter_server_phases(setup, cluster, coordinator, data=None):
+    """Train ``setup`` on a running LocalCluster through ``coordinator``, one phase per ``next()``: yields
+    (phase name, Phase) in the order of ``setup.phases``, then ("held_bytes", ``held_bytes``); ``dict()`` of
+    it is every phase at once.
 
-    Bytes: what the parameter servers received (pushes) and sent (pulls). Every pull and push
-    crosses exactly one worker's link, so per batch that is one worker's link traffic.
+    Each phase takes a new iterator on its seed's stream, warms up untimed (one closure per worker:
+    tracing, each worker's dataset and first pulls), restarts the weights (``Setup.restart``) and trains its
+    timed intervals. Bytes: what the parameter servers received (pushes) and sent (pulls). Every pull and
+    push crosses exactly one worker's link, so per batch that is one worker's link traffic.
     """
     strategy = coordinator.strategy
     with strategy.scope():
         model, optimizer = setup.build()
     steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, setup.steps_per_closure)
-    phases = {}
     roles = {"workers": [task.pid for task in cluster.tasks if task.name.startswith("worker")],
              "parameter servers": [task.pid for task in cluster.tasks if task.name.startswith("ps")],
              "coordinator": [os.getpid()]}
@@ -225,22 +253,20 @@ def run_parameter_servers(setup, cluster, coordinator, data=None):
         done += count
         samples.line(done)
 
-    iterator = None
+    per_call = setup.steps_per_closure * setup.num_workers  # one closure per worker
     for name, intervals, batches_per_interval, slow_worker, seed in setup.phases:
-        if seed is not None and seed != setup.seed:
-            setup.restart(model, optimizer, seed)
-        if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
-            iterator = train.per_worker_iterator(coordinator, setup.dataset_fn(data, slow_worker))
+        iterator = train.per_worker_iterator(coordinator, setup.dataset_fn(data, slow_worker, seed))
+        train.run(coordinator, steps, iterator, per_call, setup.steps_per_closure, log_every_steps=per_call,
+                  recording=train.Recording(description=None))  # the warm-up, untimed
+        setup.restart(model, optimizer, seed)
         meter = Meter(roles, traffic.ps_pids(cluster))
         recording = train.Recording(evaluate=evaluation(setup, model, optimizer, data), description=None,
                                     on_progress=lambda _: progress(batches_per_interval * setup.batch_size),
                                     training_log=Phase(batch_size=setup.batch_size), meter=meter)
         phase = train.run(coordinator, steps, iterator, intervals * batches_per_interval, setup.steps_per_closure,
-                          log_every_steps=batches_per_interval, recording=recording,
-                          warmup_closures=setup.num_workers)  # tracing, each worker's first pulls
-        phases[name] = meter_phase(phase, meter, intervals * batches_per_interval)
-    phases["held_bytes"] = held_bytes(model, optimizer)
-    return phases
+                          log_every_steps=batches_per_interval, recording=recording)
+        yield name, meter_phase(phase, meter, intervals * batches_per_interval)
+    yield "held_bytes", held_bytes(model, optimizer)
 
 
 # ----- synchronous: all-reduce, one program on every worker ----------------------------
@@ -248,20 +274,23 @@ class AllReduceError(RuntimeError):
     """A worker of an all-reduce run failed or hung; the message ends with its log tail."""
 
 
-def run_all_reduce(*setups, program=None, timeout=600.0, log_dir=None):
+def run_all_reduce(*setups, program=None, timeout=600.0, log_dir=None, alongside=None):
     """Run each setup in turn under MultiWorkerMirroredStrategy, on one set of local worker processes.
 
     Every worker runs ``program(setups, progress)`` (default: ``all_reduce_worker``; ``run_workers``).
+    With ``alongside``, a function, the workers take turns with this process: ``alongside(turns)`` runs
+    here while they start, and each ``turns.take()`` (``Turns``) lets them train their next phase and
+    returns when they have; between two turns they wait, idle. Once it returns they train the rest.
     Returns one dict per setup: {phase name: Phase} (times, losses and accuracies from worker 0;
     bytes from every worker), "held_bytes", "weights_digest" and "rss_bytes" per worker, and the
     workers' "pids".
     """
     reports, pids = run_workers(program or all_reduce_worker, setups, sum(_total_samples(setup) for setup in setups),
-                                timeout, log_dir)
+                                timeout, log_dir, alongside)
     return [_combine([report[number] for report in reports]) | {"pids": pids} for number in range(len(setups))]
 
 
-def run_workers(program, setups, total_samples, timeout=600.0, log_dir=None):
+def run_workers(program, setups, total_samples, timeout=600.0, log_dir=None, alongside=None):
     """Start ``setups[0].num_workers`` processes of ``python -m labkit.allreduce``, each running
     ``program(setups, progress)`` with its own TF_CONFIG; wait for them. Returns (each worker's
     return value, in worker order; their pids by task name).
@@ -269,7 +298,8 @@ def run_workers(program, setups, total_samples, timeout=600.0, log_dir=None):
     ``setups`` are dataclasses of one class with a ``num_workers`` field (``Setup``, or a lab's own).
     ``program``'s source is written to ``log_dir`` and executed in each worker with this module's
     names, so a notebook's copy of the function, edited there, is what the workers run; it calls
-    ``progress(samples)`` as it goes (``total_samples`` in all, shown from worker 0).
+    ``progress(samples)`` as it goes (``total_samples`` in all, shown from worker 0). ``alongside``: as for
+    ``run_all_reduce``; the program waits for each turn with ``wait_for_turn()``.
     Whatever happens (an error, Ctrl-C), the processes are gone when it returns or raises. The
     workers' logs go to ``log_dir`` (default: a new temporary directory, removed after a clean
     run). More workers than ``LABKIT_MAX_TASKS`` allows are refused (``children.check_task_limit``).
@@ -294,9 +324,14 @@ def run_workers(program, setups, total_samples, timeout=600.0, log_dir=None):
             workers.append(children.start_program("labkit.allreduce", "--program", str(program_path),
                                                   "--function", program.__name__, "--setup-class", setup_class,
                                                   *setup_arguments, "--out", str(log_dir / f"worker-{index}.json"),
+                                                  *(["--turns"] if alongside else []),
                                                   tf_config=tf_config(cluster, index),
                                                   log_path=log_dir / f"worker-{index}.log"))
-        _wait(workers, log_dir, total_samples, timeout)
+        samples = ProgressLines(total_samples, "all-reduce", unit="sample")
+        if alongside:
+            alongside(Turns(workers, log_dir, timeout, samples))
+            (log_dir / TURNS_OVER).touch()
+        _wait(workers, log_dir, samples, timeout)
     finally:
         processes.stop(workers)
     reports = [json.loads((log_dir / f"worker-{index}.json").read_text()) for index in range(num_workers)]
@@ -314,23 +349,85 @@ def tf_config(cluster, index):
     return {"cluster": cluster, "task": {"type": "worker", "index": index}}
 
 
-def _wait(workers, log_dir, total_samples, timeout):
-    """Wait for every worker to exit 0, showing worker 0's progress; raise AllReduceError otherwise."""
+def _wait(workers, log_dir, samples, timeout, until=None, what="the all-reduce workers to finish"):
+    """Wait until ``until()`` (default: every worker exited 0), showing worker 0's progress on ``samples``
+    (a ProgressLines); raise AllReduceError if a worker fails or ``timeout`` seconds pass first."""
     progress_log = log_dir / "worker-0.log"
-    samples = ProgressLines(total_samples, "all-reduce", unit="sample")
 
-    def all_finished():
+    def finished():
         samples.line(_samples_done(progress_log))
         for index, worker in enumerate(workers):
             if worker.poll() not in (None, 0):
                 log = log_dir / f"worker-{index}.log"
                 raise AllReduceError(f"all-reduce worker {index} exited with code {worker.returncode}. "
                                      f"Last lines of {log}:\n{processes.log_tail(log)}")
-        return all(worker.returncode == 0 for worker in workers)
+        return until() if until else all(worker.returncode == 0 for worker in workers)
 
-    processes.wait_until(all_finished, timeout, "the all-reduce workers to finish", interval=0.2,
+    processes.wait_until(finished, timeout, what, interval=POLL_SECONDS,
                          error=lambda message: AllReduceError(
                              f"{message}. Last lines of {progress_log}:\n{processes.log_tail(progress_log)}"))
+
+
+# ----- taking turns: the all-reduce workers and this process, one at a time -----------------
+TURNS_OVER = "turns-over"   # a file in the run's directory: the workers need wait for no more turns
+POLL_SECONDS = 0.05         # how often either side looks for the other's files (and the kernel at the workers)
+
+
+class Turns:
+    """The all-reduce workers' turns, given from this process (``run_all_reduce(..., alongside=...)``).
+
+    A worker waits for a turn before each phase (``wait_for_turn``, in ``all_reduce_worker``): idle,
+    so that what this process runs meanwhile has the cores to itself. ``take()`` gives the workers
+    their next turn and returns once every one of them waits for the one after it (or has exited).
+    Through files in the run's directory: this process writes ``turn-N``; a worker that waits for
+    turn N has written ``waiting-N-worker-I``.
+    """
+
+    def __init__(self, workers, log_dir, timeout, samples):
+        self.workers, self.log_dir, self.timeout, self.samples = workers, log_dir, timeout, samples
+        self.taken = 0
+
+    @property
+    def pids(self):
+        """The workers' process ids (e.g. to measure what they use while they wait)."""
+        return [worker.pid for worker in self.workers]
+
+    def until_waiting(self):
+        """Return once every worker waits for its next turn (they start, load TensorFlow, connect first)."""
+        turn = self.taken
+        _wait(self.workers, self.log_dir, self.samples, self.timeout, what=f"the all-reduce workers to wait for turn {turn}",
+              until=lambda: all(worker.returncode == 0 or (self.log_dir / f"waiting-{turn}-worker-{index}").exists()
+                                for index, worker in enumerate(self.workers)))
+
+    def take(self):
+        """Let the workers train their next phase; return when every one of them has (and waits again)."""
+        (self.log_dir / f"turn-{self.taken}").touch()
+        self.taken += 1
+        self.until_waiting()
+
+
+class _OwnTurns:
+    """A worker's side of ``Turns``: in the run's ``directory`` (None: a run that takes no turns)."""
+
+    directory, worker, turn = None, 0, 0
+
+    def wait(self):
+        if self.directory is None:
+            return
+        (self.directory / f"waiting-{self.turn}-worker-{self.worker}").touch()
+        given = self.directory / f"turn-{self.turn}"
+        while not (given.exists() or (self.directory / TURNS_OVER).exists()):
+            time.sleep(POLL_SECONDS)
+        self.turn += 1
+
+
+_own_turns = _OwnTurns()  # main() gives it the run's directory when the run takes turns (``--turns``)
+
+
+def wait_for_turn():
+    """In an all-reduce worker: wait, idle, until this run gives the next turn; at once in a run that takes
+    no turns, or once they are over."""
+    _own_turns.wait()
 
 
 def _samples_done(log_path):
@@ -364,8 +461,12 @@ def main(argv=None):
     parser.add_argument("--setup-class", default=f"{__name__}:Setup", help="the setups' dataclass, as module:Class")
     parser.add_argument("--setup", required=True, action="append", help="a setup as JSON (repeat for more)")
     parser.add_argument("--out", required=True, help="where to write this worker's results (JSON)")
+    parser.add_argument("--turns", action="store_true", help="wait for each turn (wait_for_turn), in --out's directory")
     args = parser.parse_args(argv)
     children.exit_with_parent_if_started_by_one()
+    if args.turns:
+        _own_turns.directory = Path(args.out).parent
+        _own_turns.worker = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
     module, _, name = args.setup_class.partition(":")
     setup_class = getattr(importlib.import_module(module), name)
     setups = [setup_class(**json.loads(setup)) for setup in args.setup]
@@ -384,23 +485,25 @@ def main(argv=None):
 
 def all_reduce_worker(setups, progress):
     """The program every all-reduce worker runs, each with its own TF_CONFIG: train each setup in lockstep
-    with the other workers; this worker's report on each (worker 0's also has the test accuracies)."""
+    with the other workers, each phase in its turn; this worker's report on each (worker 0's also has the
+    test accuracies)."""
     strategy = tf.distribute.MultiWorkerMirroredStrategy()  # reads TF_CONFIG; before any other TensorFlow work
     worker = strategy.cluster_resolver.task_id
     data = load_mnist() if any(setup.model == "mlp" for setup in setups) else None
     reports = []
     for setup in setups:
-        with strategy.scope():
-            model, optimizer = setup.build()  # a full copy of the variables on every worker
-        steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy, setup.steps_per_closure)
+        model, phases = None, {}
         per_call = setup.steps_per_closure * setup.num_workers  # batches of one call, summed over the workers
-        phases, iterator = {}, None
         for name, intervals, batches_per_interval, slow_worker, seed in setup.phases:
-            if seed is not None and seed != setup.seed:
-                setup.restart(model, optimizer, seed)
-            if iterator is None or slow_worker is not None:  # the seeds continue one stream of batches
-                iterator = iter(strategy.distribute_datasets_from_function(setup.dataset_fn(data, slow_worker)))
-            steps(iterator)  # warm-up: tracing, the collectives' first handshake
+            wait_for_turn()  # until this run gives the next turn (at once in a run that takes none)
+            if model is None:  # in the setup's first turn: creating the variables is training's work too
+                with strategy.scope():
+                    model, optimizer = setup.build()  # a full copy of the variables on every worker
+                steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy,
+                                               setup.steps_per_closure)
+            iterator = iter(strategy.distribute_datasets_from_function(setup.dataset_fn(data, slow_worker, seed)))
+            steps(iterator)  # the warm-up, untimed: tracing, each worker's dataset, the collectives' first handshake
+            setup.restart(model, optimizer, seed)
             meter = Meter({"workers": os.getpid()}, [os.getpid()])
             # Only worker 0 evaluates, between its timed intervals; the others wait for it in their next all-reduce.
             recording = train.Recording(
@@ -409,8 +512,7 @@ def all_reduce_worker(setups, progress):
                 on_progress=lambda _: progress(batches_per_interval * setup.batch_size))
             phase = train.timed_intervals(lambda batches: [steps(iterator) for _ in range(batches // per_call)],
                                           intervals * batches_per_interval, batches_per_interval, recording)
-            phase = meter_phase(phase, meter, intervals * batches_per_interval // setup.num_workers)
-            phases[name] = asdict(phase)
+            phases[name] = asdict(meter_phase(phase, meter, intervals * batches_per_interval // setup.num_workers))
         reports.append({"phases": phases, "held_bytes": sum(held_bytes(model, optimizer).values()),
                         "weights_digest": weights_digest(model), "rss_bytes": psutil.Process().memory_info().rss})
     return reports

@@ -1,12 +1,15 @@
-"""labkit.allreduce: a setup refuses bad settings clearly; two real worker processes train MNIST in
-lockstep; a failing all-reduce worker leaves no process behind.
+"""labkit.allreduce: a setup refuses bad settings clearly and gives each seed its own stream; two real worker
+processes train MNIST in lockstep, one phase per turn they are given; a failing all-reduce worker, or a
+failure in what runs alongside them, leaves no process behind.
 
 Both strategies side by side, both models, are notebook 10's smoke copy.
 """
+import time
+
 import pytest
 
 from labkit import allreduce, models
-from labkit.runtime import children
+from labkit.runtime import children, processes
 from support.processes import processes_running
 
 
@@ -77,6 +80,26 @@ def test_time_to_accuracy_is_the_first_evaluation_at_the_target():
     assert phase.samples_per_second == 100
 
 
+def test_the_samples_and_seconds_to_a_target_lie_on_the_line_between_the_evaluations_around_it():
+    phase = allreduce.Phase(batch_size=10)
+    for step, seconds, accuracy in ((10, 1.0, 0.80), (20, 3.0, 0.84), (30, 4.0, 0.88), (40, 5.0, 0.86)):
+        phase.record(step, seconds, evaluation={"accuracy": accuracy})
+    assert phase.reaching(0.87) == pytest.approx((275.0, 3.75))  # three quarters of the way from 0.84 to 0.88
+    assert phase.reaching(0.80) == (100, 1.0), "reached at the first evaluation: that evaluation's own values"
+    assert phase.reaching(0.89) is None
+
+
+def test_each_seed_streams_its_own_batches_and_a_seed_streams_the_same_ones_again():
+    from labkit.data import load_mnist
+
+    data, setup = load_mnist("offline-subset"), allreduce.Setup(batch_size=8, seed=0)
+
+    def first_labels(seed):
+        return next(iter(setup.dataset_fn(data, seed=seed)()))[1].numpy().tolist()
+    assert first_labels(3) == first_labels(3) != first_labels(4)
+    assert first_labels(None) == first_labels(0), "no seed: the setup's own"
+
+
 def test_updates_per_batch_are_counted_between_the_first_and_last_evaluation():
     phase = allreduce.Phase(batch_size=10)
     for step, updates in ((20, 30), (40, 40), (60, 50)):  # 20 updates of warm-up before the first interval
@@ -93,15 +116,46 @@ def test_a_failing_worker_stops_them_all_with_its_log(tmp_path, monkeypatch):
     assert processes_running("labkit.allreduce") == []
 
 
+@pytest.mark.cluster
+def test_a_failure_alongside_the_workers_stops_them(tmp_path):
+    def alongside(turns):
+        raise KeyboardInterrupt  # as a learner's Ctrl-C in the kernel's own training would
+
+    with pytest.raises(KeyboardInterrupt):
+        allreduce.run_all_reduce(allreduce.Setup(intervals=1, batches_per_interval=20), timeout=60, log_dir=tmp_path,
+                                 alongside=alongside)
+    assert processes_running("labkit.allreduce") == []
+
+
 def marked_worker(setups, progress):
     """The kit's worker program, its reports marked: run_all_reduce ships this source to the workers."""
     return [report | {"rss_bytes": -1} for report in all_reduce_worker(setups, progress)]  # noqa: F821 (the worker's name)
 
 
+def samples_trained(log_dir):
+    return allreduce._samples_done(log_dir / "worker-0.log")
+
+
 @pytest.mark.cluster
-def test_two_worker_processes_run_the_program_they_are_given_in_lockstep_and_count_every_batch(tmp_path):
-    setup = allreduce.Setup(intervals=3, batches_per_interval=40, steps_per_closure=10, seed=1)
-    [run] = allreduce.run_all_reduce(setup, program=marked_worker, timeout=300, log_dir=tmp_path)
+def test_two_worker_processes_run_the_program_they_are_given_in_lockstep_one_phase_per_turn(tmp_path):
+    setup = allreduce.Setup(intervals=3, batches_per_interval=40, steps_per_closure=10, seed=1, seeds=2)
+    seen = {}
+
+    def alongside(turns):  # the first seed in a turn of its own; the second once the turns are over
+        turns.until_waiting()
+        cpu = [processes.cpu_seconds(pid) for pid in turns.pids]
+        time.sleep(1.0)
+        seen["idle cpu"] = max(processes.cpu_seconds(pid) - before for pid, before in zip(turns.pids, cpu))
+        seen["before"] = samples_trained(tmp_path)
+        turns.take()
+        seen["after the turn"] = samples_trained(tmp_path)
+        time.sleep(1.0)
+        seen["a second later"] = samples_trained(tmp_path)
+
+    [run] = allreduce.run_all_reduce(setup, program=marked_worker, timeout=300, log_dir=tmp_path, alongside=alongside)
+    assert seen["before"] == 0 and seen["idle cpu"] < 0.2, "waiting for their first turn, the workers trained nothing"
+    assert seen["after the turn"] == seen["a second later"] == 120 * 64, "one turn: the first seed's 120 batches"
+    assert set(run) >= {"seed 1", "seed 2"}, "the second seed trained once the turns were over"
     assert run["rss_bytes"] == [-1, -1], "each worker ran the program it was sent"
     phase = run["seed 1"]
     assert phase.step == [40, 80, 120], "each interval: 40 batches, summed over both workers"

@@ -8,7 +8,7 @@ from labkit.checks.core import (  # noqa: F401
     CheckFailed, Checklist, accuracy_reached, close_accuracy, learned, pids_gone, processes_stopped, require,
 )
 from labkit.checks.allreduce import (  # noqa: F401
-    async_did_not_wait, both_reached, copies_identical, link_bytes_near, lockstep_limit_samples_per_s,
+    async_did_not_wait, copies_identical, link_bytes_near, lockstep_limit_samples_per_s,
     moved_rows_not_table, replicated, sharded_over_ps, sync_waited, updates_per_batch_match,
 )
 from labkit.checks.cluster_by_hand import (  # noqa: F401

@@ -3,13 +3,6 @@
 from labkit.checks.core import require
 
 
-def both_reached(accuracy_by_run, target_accuracy):
-    """Every run's best test accuracy (``{"PS, seed 0": 0.9, ...}``) is at least ``target_accuracy``."""
-    short = {name: round(accuracy, 3) for name, accuracy in accuracy_by_run.items() if accuracy < target_accuracy}
-    require(not short, f"test accuracy never reached {target_accuracy} in {short}: the time to that accuracy "
-                       "cannot be compared. Train more intervals, or lower target_accuracy.")
-
-
 def lockstep_limit_samples_per_s(num_workers, batch_size, slow_ms):
     """Samples/s a synchronous step can reach at most when one worker pauses ``slow_ms`` per batch."""
     return num_workers * batch_size / (slow_ms / 1000)
