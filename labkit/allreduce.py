@@ -21,6 +21,7 @@ all-reduce whether each worker still has data (``input_lib._enable_get_next_as_o
 collective per step. Our datasets are endless but TensorFlow cannot tell, so ``Setup.dataset_fn`` repeats.
 """
 import argparse
+import gc
 import hashlib
 import importlib
 import inspect
@@ -501,6 +502,8 @@ def all_reduce_worker(setups, progress):
                     model, optimizer = setup.build()  # a full copy of the variables on every worker
                 steps = train.make_train_steps(strategy, model, optimizer, models.mean_cross_entropy,
                                                setup.steps_per_closure)
+            iterator = None  # the last phase's stream: its map function (a FuncGraph, a reference cycle) holds this
+            gc.collect()     # worker's copy of the training images until a full garbage collection frees it
             iterator = iter(strategy.distribute_datasets_from_function(setup.dataset_fn(data, slow_worker, seed)))
             steps(iterator)  # the warm-up, untimed: tracing, each worker's dataset, the collectives' first handshake
             setup.restart(model, optimizer, seed)
