@@ -27,6 +27,7 @@ import importlib
 import inspect
 import json
 import os
+import re
 import shutil
 import tempfile
 import textwrap
@@ -432,8 +433,11 @@ def wait_for_turn():
 
 
 def _samples_done(log_path):
-    lines = [line for line in processes.log_tail(log_path, 5).splitlines() if line.startswith(PROGRESS_LINE)]
-    return int(lines[-1].split()[-1]) if lines else 0
+    """The last count of samples a worker's log shows; a line it is still writing (unbuffered, the count
+    may come in a later write than its start) is left for the next look."""
+    counts = [int(found[1]) for line in processes.log_tail(log_path, 5).splitlines()
+              if (found := re.fullmatch(rf"{PROGRESS_LINE} (\d+)", line))]
+    return counts[-1] if counts else 0
 
 
 def _combine(reports):
@@ -478,7 +482,7 @@ def main(argv=None):
     def progress(samples):
         nonlocal done
         done += samples
-        print(PROGRESS_LINE, done, flush=True)
+        print(f"{PROGRESS_LINE} {done}", flush=True)  # one write: a reader never sees the line without its count
 
     reports = namespace[args.function](setups, progress)
     Path(args.out).write_text(json.dumps(reports))

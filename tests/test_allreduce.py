@@ -107,6 +107,15 @@ def test_updates_per_batch_are_counted_between_the_first_and_last_evaluation():
     assert phase.updates_per_batch == 0.5
 
 
+def test_the_progress_shown_is_the_last_whole_count_in_the_workers_log(tmp_path):
+    log = tmp_path / "worker-0.log"
+    assert allreduce._samples_done(log) == 0, "no log yet: nothing trained"
+    log.write_text("samples done: 1280\nsome TensorFlow line\nsamples done:")  # the count not written yet
+    assert allreduce._samples_done(log) == 1280
+    log.write_text("samples done: 1280\nsamples done: 2560\n")
+    assert allreduce._samples_done(log) == 2560
+
+
 @pytest.mark.cluster
 def test_a_failing_worker_stops_them_all_with_its_log(tmp_path, monkeypatch):
     monkeypatch.setenv("LABKIT_MNIST_SOURCE", "no-such-source")  # each worker fails after starting TensorFlow
