@@ -17,12 +17,13 @@ sends 1 bit per value.
 
 ``CompressedSGD`` stands where an optimizer goes in ``labkit.train``. Its updates are in
 *update units* (learning rate × gradient), so error feedback stays exact when the learning
-rate changes. Options: error feedback (Seide et al. 2014; Karimireddy et al. 2019), momentum
-on the PS (the naive way), or DGC (Lin et al. 2018): momentum correction and factor masking
-on the worker, local gradient clipping, sparsity warm-up.
+rate changes. What it does is a ``Push``: error feedback (Seide et al. 2014; Karimireddy et al.
+2019), momentum on the PS (the naive way), or DGC (Lin et al. 2018, ``dgc()``): momentum
+correction and factor masking on the worker, local gradient clipping, sparsity warm-up.
+``train_mnist`` trains the MNIST MLP on a cluster as a ``Setting`` says (a push, a pull, a name).
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import tensorflow as tf
@@ -266,6 +267,22 @@ def compress_with_feedback(compressor, update, residual, **options):
     return payload, corrected - compressor.decompress(payload, corrected.shape)
 
 
+def feedback_books(compressor, gradients, learning_rates):
+    """Error feedback's books after these steps: how far what was applied plus what still waits in the
+    residual is from the sum of the updates, as a share of that sum. Returns (update units, gradient units):
+    the residual kept in update units (lr × g, as ``CompressedSGD`` keeps it), and kept in gradient units,
+    multiplied by the rate of the step that finally sends it."""
+    residual = gradient_residual = applied = applied_gradient_units = wanted = tf.zeros_like(gradients[0])
+    for gradient, rate in zip(gradients, learning_rates):
+        payload, residual = compress_with_feedback(compressor, rate * gradient, residual)
+        applied += compressor.decompress(payload, gradient.shape)
+        payload, gradient_residual = compress_with_feedback(compressor, gradient, gradient_residual)
+        applied_gradient_units += rate * compressor.decompress(payload, gradient.shape)
+        wanted += rate * gradient
+    owed = [applied + residual, applied_gradient_units + learning_rates[-1] * gradient_residual]
+    return tuple(float(tf.norm(books - wanted) / tf.norm(wanted)) for books in owed)
+
+
 def warmup_ratio(step, ratio, warmup_steps):
     """DGC's sparsity warm-up: the kept ratio falls exponentially from 25 % to ``ratio`` over warmup_steps."""
     start = max(0.25, ratio)
@@ -273,84 +290,134 @@ def warmup_ratio(step, ratio, warmup_steps):
     return start * (ratio / start) ** progress
 
 
-def dgc_options(momentum=0.9, clip_norm=5.0, warmup_steps=100):
-    """CompressedSGD options for Deep Gradient Compression (Lin et al. 2018), with a TopK compressor."""
-    return {"error_feedback": True, "momentum": momentum, "momentum_correction": True, "factor_masking": True,
-            "clip_norm": clip_norm, "warmup_steps": warmup_steps}
+@dataclass(frozen=True)
+class Push:
+    """How each worker makes its update and sends it (``CompressedSGD``).
+
+    ``learning_rate``: a number, or a function of the run's step count. ``error_feedback``: keep what
+    compression dropped and add it to the next update. ``momentum`` alone is kept on the PS (the naive
+    way); with ``momentum_correction``, on the worker before compression (DGC), where ``factor_masking``
+    restarts the velocity of the entries just sent. ``clip_norm``: each worker's gradient clipped by its
+    global norm (None: not clipped). ``warmup_steps``: a TopK's ratio ramped from 25 % to its own.
+    """
+
+    learning_rate: object = 0.1
+    error_feedback: bool = False
+    momentum: float = 0.0
+    momentum_correction: bool = False
+    factor_masking: bool = False
+    clip_norm: float | None = None
+    warmup_steps: int = 0
+
+    def __post_init__(self):
+        if self.momentum_correction and not self.momentum:
+            raise ValueError("momentum_correction needs a momentum, e.g. momentum=0.9.")
+        if self.factor_masking and not self.momentum_correction:
+            raise ValueError("factor_masking restarts the worker's velocity: it needs momentum_correction=True.")
+
+
+def rate_matched(setting, target_step, trial, tolerance=0.1, probes=4):
+    """``setting`` at the learning rate whose steps move the parameters as far as ``target_step`` (a mean
+    ``Result.applied_step``), within ``tolerance``, and its run there: returns (setting, run).
+
+    Each probe is ``trial(setting)``, one run that returns a ``Result``. The first probe's rate is scaled by
+    target / measured; later ones fit how the step grows with the rate (step ∝ rate^p, p from the last two
+    probes: above 1 where training turns unstable, below 1 where error feedback's residual carries the steps).
+    """
+    rates, steps = [], []
+    for _ in range(probes):
+        run = trial(setting)
+        rates.append(setting.push.learning_rate)
+        steps.append(run.applied_step)
+        if abs(math.log(steps[-1] / target_step)) <= math.log(1 + tolerance):
+            return setting, run
+        power = 1.0
+        if len(rates) > 1 and rates[-1] != rates[-2] and steps[-1] != steps[-2]:
+            power = min(3.0, max(0.2, math.log(steps[-1] / steps[-2]) / math.log(rates[-1] / rates[-2])))
+        scaled = rates[-1] * (target_step / steps[-1]) ** (1 / power)
+        setting = replace(setting, push=replace(setting.push, learning_rate=scaled))
+    raise ValueError(f"{setting.title}: no learning rate in {probes} probes gave steps within {tolerance:.0%} of "
+                     f"{target_step:.3g} (rates {', '.join(f'{r:.3g}' for r in rates)} gave steps "
+                     f"{', '.join(f'{s:.3g}' for s in steps)}): give it more probes or a rate closer to the target.")
+
+
+def dgc(learning_rate=0.1, momentum=0.9, clip_norm=5.0, warmup_steps=100):
+    """The ``Push`` of Deep Gradient Compression (Lin et al. 2018), for a TopK compressor."""
+    return Push(learning_rate, error_feedback=True, momentum=momentum, momentum_correction=True,
+                factor_masking=True, clip_norm=clip_norm, warmup_steps=warmup_steps)
 
 
 class CompressedSGD:
-    """SGD whose updates travel compressed; use it where an optimizer goes.
+    """SGD whose updates travel compressed, made and sent as ``push`` (a ``Push``) says; use it where an
+    optimizer goes.
 
     Build it under ``strategy.scope()`` after creating the ``ClusterCoordinator``: the worker's
     state (residuals, DGC velocities) is per-worker variables that never cross the network.
     ``steps`` counts the run's steps on the PS (every worker's), so a warm-up follows the run
-    whichever worker runs each step. ``learning_rate`` is a number or a function of that count.
-    ``momentum`` alone is kept on the PS (the naive way); with ``momentum_correction``, on the
-    worker before compression (DGC), where ``factor_masking`` restarts the velocity of the
-    entries just sent. ``clip_norm`` clips each worker's gradient by global norm;
-    ``warmup_steps`` ramps a TopK's ratio exponentially from 25 % to its own.
-    ``pushed_bytes`` (on the PS) adds up the payload bytes that arrived.
+    whichever worker runs each step; a learning rate that is a function takes that count.
+    On the PS, ``pushed_bytes`` adds up the payload bytes that arrived and ``applied_norms`` the
+    size (L2 norm) of each step applied to the parameters: how far the steps really moved them.
     """
 
-    def __init__(self, variables, compressor, learning_rate=0.1, error_feedback=False, momentum=0.0,
-                 momentum_correction=False, factor_masking=False, clip_norm=None, warmup_steps=0):
-        if warmup_steps and not isinstance(compressor, TopK):
+    def __init__(self, variables, compressor, push=Push()):
+        if push.warmup_steps and not isinstance(compressor, TopK):
             raise ValueError(f"warmup_steps ramps a TopK's ratio; {compressor.name} has none. Use TopK or 0.")
-        if momentum_correction and not momentum:
-            raise ValueError("momentum_correction needs a momentum, e.g. momentum=0.9.")
-        if factor_masking and not momentum_correction:
-            raise ValueError("factor_masking restarts the worker's velocity: it needs momentum_correction=True.")
-        self.compressor, self.learning_rate, self.error_feedback = compressor, learning_rate, error_feedback
-        self.momentum, self.momentum_correction, self.factor_masking = momentum, momentum_correction, factor_masking
-        self.clip_norm, self.warmup_steps = clip_norm, warmup_steps
+        self.compressor, self.push = compressor, push
         self.pushed_bytes = tf.Variable(0, dtype=tf.int64, trainable=False, name="pushed_bytes")
+        self.applied_norms = tf.Variable(0.0, dtype=tf.float64, trainable=False, name="applied_norms")
         self.steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="steps")
 
         def on_each_worker():
             return [tf.Variable(tf.zeros(v.shape), trainable=False, per_worker_variable=True) for v in variables]
-        self.residuals = on_each_worker() if error_feedback else None
-        self.velocities = on_each_worker() if momentum_correction else None
+        self.residuals = on_each_worker() if push.error_feedback else None
+        self.velocities = on_each_worker() if push.momentum_correction else None
         self.ps_velocities = [tf.Variable(tf.zeros(v.shape), trainable=False) for v in variables] \
-            if momentum and not momentum_correction else None
+            if push.momentum and not push.momentum_correction else None
 
     def apply_gradients(self, gradients_and_variables):
         """On a worker: compress each update there and apply only its payload on the variable's PS."""
+        push = self.push
         gradients, variables = zip(*gradients_and_variables)
-        if self.clip_norm:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.clip_norm)
+        if push.clip_norm:
+            gradients, _ = tf.clip_by_global_norm(gradients, push.clip_norm)
         step = self.steps.assign_add(1) - 1  # on the PS: the run's step count comes back (8 bytes)
-        learning_rate = self.learning_rate(step) if callable(self.learning_rate) else self.learning_rate
-        options = {"ratio": warmup_ratio(step, self.compressor.ratio, self.warmup_steps)} if self.warmup_steps else {}
-        pushed = []
+        learning_rate = push.learning_rate(step) if callable(push.learning_rate) else push.learning_rate
+        options = {"ratio": warmup_ratio(step, self.compressor.ratio, push.warmup_steps)} if push.warmup_steps else {}
+        pushed, squares = [], []
         for i, (gradient, variable) in enumerate(zip(gradients, variables)):
-            if self.momentum_correction:  # the velocity is accumulated on the worker, before compression
-                velocity = self.momentum * self.velocities[i] + gradient
+            if push.momentum_correction:  # the velocity is accumulated on the worker, before compression
+                velocity = push.momentum * self.velocities[i] + gradient
                 self.velocities[i].assign(velocity)
                 gradient = velocity
             update = learning_rate * gradient
-            if self.error_feedback:
+            if push.error_feedback:
                 payload, residual = compress_with_feedback(self.compressor, update, self.residuals[i], **options)
                 self.residuals[i].assign(residual)
             else:
                 payload = self.compressor.compress(update, **options)
-            if self.factor_masking:  # the entries just sent restart their velocity at 0
+            if push.factor_masking:  # the entries just sent restart their velocity at 0
                 sent = self.compressor.decompress(payload, variable.shape) != 0
                 self.velocities[i].assign(tf.where(sent, 0.0, velocity))
-            pushed.append(self.apply_on_ps(i, variable, payload))
+            payload_size, applied_square = self.apply_on_ps(i, variable, payload)
+            pushed.append(payload_size)
+            squares.append(applied_square)
         with tf.device(self.pushed_bytes.device):
             self.pushed_bytes.assign_add(tf.add_n(pushed))
+            self.applied_norms.assign_add(tf.sqrt(tf.cast(tf.add_n(squares), tf.float64)))
 
     def apply_on_ps(self, i, variable, payload):
-        """Apply one payload on the variable's PS (momentum there, the naive way); return its bytes."""
+        """Apply one payload on the variable's PS (momentum there, the naive way); return its bytes and the
+        squared norm of the step applied."""
         with tf.device(variable.device):
             if self.ps_velocities:
                 velocity = self.ps_velocities[i]
-                velocity.assign(self.momentum * velocity + self.compressor.decompress(payload, variable.shape))
-                variable.assign_sub(velocity)
+                applied = velocity.assign(self.push.momentum * velocity
+                                          + self.compressor.decompress(payload, variable.shape))
+                variable.assign_sub(applied)
             else:
+                applied = self.compressor.decompress(payload, variable.shape)
                 self.compressor.apply(variable, payload)
-            return payload_bytes_tensor(payload)
+            return payload_bytes_tensor(payload), tf.reduce_sum(tf.square(applied))
 
 
 class CompressedPulls:
@@ -427,7 +494,8 @@ def make_pulling_train_steps(strategy, model, optimizer, pulls, steps_per_closur
 @dataclass(kw_only=True)
 class Result(train.TrainingLog):
     """One MNIST training run (a TrainingLog with one row: the timed steps, their seconds and speed, and
-    the test accuracy at the end) and its bytes per timed step: payloads counted, socket bytes measured."""
+    the test accuracy at the end) and, per timed step, its bytes (payloads counted, socket bytes measured)
+    and how far its step moved the parameters."""
 
     name: str
     seed: int
@@ -436,6 +504,7 @@ class Result(train.TrainingLog):
     pull_payload: float   # payload bytes pulled per step (the whole model when pulls are dense)
     model_bytes: int      # the parameters as float32
     measured: traffic.Traffic | None = None  # bytes per step on the PS sockets (ss), if available
+    applied_step: float = math.nan  # the mean L2 norm of the step applied to the parameters, on the PS
 
     @property
     def payload_total(self):
@@ -454,8 +523,8 @@ class Result(train.TrainingLog):
 @dataclass(frozen=True)
 class Schedule:
     """How long a run trains: ``num_steps`` steps (all workers together) in closures of ``steps_per_closure``
-    steps, each on a batch of ``batch_size`` images (for the batches a run makes itself). The first closure
-    is a warm-up (tracing, first reads): not counted in steps, bytes or speed."""
+    steps, each on a batch of ``batch_size`` images. The first closure is a warm-up (tracing, first reads):
+    not counted in steps, bytes or speed."""
 
     num_steps: int = 600
     steps_per_closure: int = 10
@@ -471,37 +540,52 @@ class Schedule:
 
 
 @dataclass(frozen=True)
-class Shared:
-    """What the runs on one cluster share: ``batches``, a ``train.mnist_batches(..., sharded=True)`` iterator
-    each run continues (None: each run makes a new one, shuffled by its seed, which costs seconds);
-    ``ps_pids``, the parameter servers whose sockets are measured (``traffic.ps_pids(cluster)``; none: not
-    measured); and the classes of the push and the pull, ``CompressedSGD`` and ``CompressedPulls`` or a
-    notebook's own versions of them."""
+class Setting:
+    """What a run compresses and how: the ``compressor`` of each push (None: dense), the ``pull``
+    compressor (None: dense pulls), the ``push`` (learning rate, error feedback, momentum, DGC's options) and
+    the run's ``name`` (default: its compressors)."""
 
-    batches: object = None
+    name: str = ""
+    compressor: Compressor | None = None
+    pull: Compressor | None = None
+    push: Push = Push()
+
+    @property
+    def title(self):
+        """The name, or one made from the compressors: "push top-k 0.005 +EF, pull dense"."""
+        compressor = self.compressor or Compressor()
+        feedback = " +EF" if self.push.error_feedback else ""
+        return self.name or f"push {compressor.name}{feedback}, pull {self.pull.name if self.pull else 'dense'}"
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What the runs on one cluster share: ``ps_pids``, the parameter servers whose sockets are measured
+    (``traffic.ps_pids(cluster)``; none: not measured), and the classes of the push and the pull,
+    ``CompressedSGD`` and ``CompressedPulls`` or a notebook's own versions of them."""
+
     ps_pids: tuple = ()
     push_class: type = CompressedSGD
     pull_class: type = CompressedPulls
 
 
-def train_mnist(strategy, coordinator, data, compressor=None, pull=None, schedule=Schedule(), seed=0, name=None,
-                shared=Shared(), **sgd_options):
-    """Train the MNIST MLP with compressed pushes (and pulls, if ``pull`` is a compressor); measure it.
+def train_mnist(strategy, coordinator, data, setting=Setting(), schedule=Schedule(), seed=0, shared=Shared()):
+    """Train the MNIST MLP as ``setting`` says (compressed pushes, and pulls if it has a ``pull``); measure it.
 
-    ``schedule``: the steps, packing and batch size. ``sgd_options`` go to the push class (learning_rate,
-    error_feedback, momentum, ...). ``seed`` sets the model's initial weights and the run's random draws;
-    ``name`` the result's (default: its compressors). ``shared``: what the runs on the cluster share.
+    ``schedule``: the steps, packing and batch size. ``seed`` sets the model's initial weights, each
+    worker's stream of batches (its own shard, shuffled by the seed) and the run's random draws: two runs
+    with the same seed start alike and see the same batches, so their accuracies compare pair by pair.
+    ``shared``: what the runs on the cluster share.
     """
-    compressor = compressor or Compressor()
+    compressor = setting.compressor or Compressor()
     tf.keras.utils.set_random_seed(seed)
     with strategy.scope():
         model = models.mnist_mlp()
-        optimizer = shared.push_class(model.trainable_variables, compressor, **sgd_options)
-        pulls = shared.pull_class(strategy, model.trainable_variables, pull) if pull else None
-    batches = shared.batches
-    if batches is None:
-        batches = train.mnist_batches(coordinator, data, schedule.batch_size, seed, sharded=True)
-    counters = {"pushed": lambda: int(optimizer.pushed_bytes.numpy())}
+        optimizer = shared.push_class(model.trainable_variables, compressor, setting.push)
+        pulls = shared.pull_class(strategy, model.trainable_variables, setting.pull) if setting.pull else None
+    batches = train.mnist_batches(coordinator, data, schedule.batch_size, seed, sharded=True)
+    counters = {"pushed": lambda: int(optimizer.pushed_bytes.numpy()),
+                "applied": lambda: float(optimizer.applied_norms.numpy())}
     if pulls:
         counters["pulled"] = lambda: int(pulls.pulled_bytes.numpy())
     meter = Meter(socket_pids=shared.ps_pids, counters=counters)
@@ -516,18 +600,18 @@ def train_mnist(strategy, coordinator, data, compressor=None, pull=None, schedul
                              log_every_steps=timed_steps, warmup_closures=1,
                              recording=train.Recording(evaluate=evaluate, description=None, meter=meter))
     model_bytes = models.model_bytes(model)
-    error_feedback = sgd_options.get("error_feedback", False)
-    default_name = f"push {compressor.name}{' +EF' if error_feedback else ''}, pull {pull.name if pull else 'dense'}"
-    return Result(name=name or default_name, seed=seed, error_feedback=error_feedback,
+    return Result(name=setting.title, seed=seed, error_feedback=setting.push.error_feedback,
                   push_payload=meter.counts["pushed"] / timed_steps,
                   pull_payload=meter.counts["pulled"] / timed_steps if pulls else model_bytes, model_bytes=model_bytes,
-                  measured=meter.bytes / timed_steps if meter.bytes else None, **vars(training_log))
+                  measured=meter.bytes / timed_steps if meter.bytes else None,
+                  applied_step=meter.counts["applied"] / timed_steps, **vars(training_log))
 
 
 def format_results(results, baseline=None):
-    """A text table: payload and socket bytes per step (push, pull, total), accuracy, speed.
+    """A text table: payload and socket bytes per step (push, pull, total), the step applied, accuracy, speed.
 
-    ``× fewer`` compares each measured total (payload total, without ``ss``) with ``baseline``'s.
+    ``× fewer`` compares each measured total (payload total, without ``ss``) with ``baseline``'s, and ``step``
+    how far each step moved the parameters (``applied_step``) with ``baseline``'s.
     """
     baseline = baseline or results[0]
 
@@ -535,10 +619,11 @@ def format_results(results, baseline=None):
         return result.measured_total if result.measured else result.payload_total
 
     lines = [f"{'run':<44}{'payload push':>13}{'pull':>9}{'socket push':>12}{'pull':>9}{'total':>10}"
-             f"{'× fewer':>8}{'accuracy':>9}{'steps/s':>8}"]
+             f"{'× fewer':>8}{'step':>7}{'accuracy':>9}{'steps/s':>8}"]
     for r in results:
         socket = (f"{r.measured.received:>12,.0f}{r.measured.sent:>9,.0f}{r.measured_total:>10,.0f}"
                   if r.measured else f"{'n/a':>12}{'n/a':>9}{'n/a':>10}")
         lines.append(f"{r.name:<44}{r.push_payload:>13,.0f}{r.pull_payload:>9,.0f}{socket}"
-                     f"{total(baseline) / total(r):>7.1f}×{r.final_accuracy:>9.3f}{r.steps_per_second[-1]:>8.1f}")
+                     f"{total(baseline) / total(r):>7.1f}×{r.applied_step / baseline.applied_step:>6.2f}×"
+                     f"{r.final_accuracy:>9.3f}{r.steps_per_second[-1]:>8.1f}")
     return "\n".join(lines)

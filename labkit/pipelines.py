@@ -43,21 +43,25 @@ def worker_seed(seed, input_context=None):
     return tf.constant(seed * SEEDS_PER_WORKER, tf.int64) + tf.cast(current_worker_index(input_context), tf.int64)
 
 
-def shuffled_batches(arrays, batch_size, seed=0, input_context=None):
+def shuffled_batches(arrays, batch_size, seed=0, input_context=None, shards=None):
     """A repeating dataset of shuffled batches of ``arrays`` (a tuple sliced along the first axis).
 
     Each worker and epoch gets its own stateless permutation seeded with ``worker_seed(seed)``:
     its own order, the same in every run. (``Dataset.shuffle`` cannot take a tensor seed once
-    a global seed is set, e.g. by ``tf.keras.utils.set_random_seed``.)
+    a global seed is set, e.g. by ``tf.keras.utils.set_random_seed``.) With ``shards=N`` worker ``w``
+    permutes only its own share, the examples w, w + N, w + 2N, ... No shuffle buffer is filled: a new
+    stream gives its first batch at once, whatever the size of the arrays.
     """
     import tensorflow as tf
 
     size = int(arrays[0].shape[0])
     seed_of_this_worker = worker_seed(seed, input_context)
+    first, step = (0, 1) if shards is None else (tf.cast(current_worker_index(input_context), tf.int64), shards)
+    own_size = (size - 1 - first) // step + 1  # how many examples this worker's share holds
 
     def example(position):
-        seeds = tf.stack([seed_of_this_worker, position // size])
-        index = tf.random.experimental.index_shuffle(position % size, seeds, size - 1)
+        seeds = tf.stack([seed_of_this_worker, position // own_size])
+        index = first + step * tf.random.experimental.index_shuffle(position % own_size, seeds, own_size - 1)
         return tuple(tf.gather(array, index) for array in arrays)
 
     return tf.data.Dataset.range(2 ** 62).map(example).batch(batch_size).prefetch(2)
@@ -79,13 +83,8 @@ def mnist_dataset_fn(data, batch_size, seed=0, ship_arrays=False, shards=None):
     files = None if ship_arrays else data.training_files()
 
     def dataset_fn(input_context=None):
-        import tensorflow as tf
-
         arrays = (data.x_train, data.y_train) if ship_arrays else tuple(file.read() for file in files)
-        if shards is None:
-            return shuffled_batches(arrays, batch_size, seed, input_context)
-        own_shard = tf.data.Dataset.from_tensor_slices(arrays).shard(shards, current_worker_index(input_context))
-        return own_shard.shuffle(len(data.x_train), seed=seed).repeat().batch(batch_size)
+        return shuffled_batches(arrays, batch_size, seed, input_context, shards)
     return dataset_fn
 
 

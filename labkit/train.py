@@ -232,8 +232,8 @@ def mnist_batches(coordinator, data, batch_size=64, seed=0, sharded=False, slow_
     Worker ``slow_worker`` (an index) waits ``slow_ms`` before each batch.
 
     Each worker reads the whole training set from its file when it takes its first batch. Several runs can
-    continue the same one (``staleness.Batches.continue_on``, ``compression.Shared(batches)``), each taking
-    the next batches; two runs compared on accuracy take a stream each, seeded alike.
+    continue the same one (``staleness.Batches.continue_on``), each taking the next batches; two runs compared
+    on accuracy take a stream each, seeded alike (``compression.train_mnist`` makes one per run).
     """
     shards = worker_count(coordinator.strategy) if sharded else None
     dataset_fn = mnist_dataset_fn(data, batch_size, seed, shards=shards)

@@ -26,6 +26,22 @@ def test_the_file_route_streams_the_same_batches_as_the_arrays():
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
+def test_a_sharded_stream_permutes_its_own_share_each_epoch():
+    """Locally this is worker 0 of 3: each epoch is examples 0, 3, 6, ... of 20, each once, in an order of its
+    own; the same seed gives the same stream."""
+    from labkit.pipelines import shuffled_batches
+
+    examples = np.arange(20)
+
+    def first_batches(seed):
+        return [batch[0].numpy() for batch in shuffled_batches((examples,), 7, seed, shards=3).take(2)]
+    epochs = np.concatenate(first_batches(seed=4))
+    assert sorted(epochs[:7]) == sorted(epochs[7:]) == list(range(0, 20, 3))
+    assert not np.array_equal(epochs[:7], epochs[7:]), "each epoch its own order"
+    assert np.array_equal(np.concatenate(first_batches(seed=4)), epochs)
+    assert not np.array_equal(np.concatenate(first_batches(seed=5)), epochs)
+
+
 def test_next_token_windows_target_the_next_token():
     from labkit.pipelines import next_token_windows
 

@@ -53,7 +53,8 @@ def contracts(gradient, rebuilt, kept):
 
 def compression_paid_off(result, dense, min_ratio, max_accuracy_loss):
     """A training run with the compressor and error feedback: fewer bytes, nearly the same accuracy."""
-    require(result.error_feedback, "this run has no error feedback: pass error_feedback=True to train_mnist.")
+    require(result.error_feedback, "this run has no error feedback: give train_mnist a "
+                                   "compression.Setting(compressor=..., push=compression.Push(error_feedback=True)).")
     require(result.push_ratio >= min_ratio, f"the workers pushed only {result.push_ratio:.1f}x fewer bytes than "
                                             f"dense gradients; the goal is {min_ratio}x.")
     lost = dense.final_accuracy - result.final_accuracy
@@ -102,17 +103,32 @@ def same_payload(runs):
         + ". Give them the same top-k ratio and the same warm-up.")
 
 
-def dgc_beats_naive(dgc_runs, naive_runs):
-    """Like for like (the same payload), DGC is more accurate on average than naive top-k with error feedback
-    and momentum on the PS, by more than two standard errors of the difference: momentum correction seen
-    working. (Not "every seed": the naive way's seeds spread widely, each as its own lumps of stale momentum
-    land, so a win by every seed can fail by luck; the notebook prints that stricter verdict beside it.)"""
-    same_payload(dgc_runs + naive_runs)
-    dgc_accuracies, naive_accuracies = ([r.final_accuracy for r in runs] for runs in (dgc_runs, naive_runs))
-    dgc, naive = verdict.mean_and_range(dgc_accuracies), verdict.mean_and_range(naive_accuracies)
-    gain, noise = verdict.mean_difference(dgc_accuracies, naive_accuracies)
-    require(gain > 2 * noise,
-        f"DGC reached {dgc[0]:.3f} ({dgc[1]:.3f}–{dgc[2]:.3f} over {len(dgc_runs)} seeds), naive top-k with "
-        f"momentum on the PS {naive[0]:.3f} ({naive[1]:.3f}–{naive[2]:.3f}): DGC's mean should beat naive's by more "
-        f"than two standard errors of the difference ({2 * noise * 100:.1f} points, 0 with one seed each; it beat it "
-        f"by {gain * 100:.1f}).")
+def _paired_by_seed(runs, others):
+    seeds = [r.seed for r in runs]
+    require(seeds and seeds == [r.seed for r in others],
+        f"compare runs pair by pair, the same seeds in the same order: {seeds} vs {[r.seed for r in others]}.")
+
+
+def steps_matched(control_runs, runs, tolerance=0.25):
+    """A rate-matched control: over the same seeds, its steps moved the parameters as far (mean ``applied_step``)
+    as those of the runs it controls, within ``tolerance`` (0.25: from 0.8× to 1.25×), so that a difference
+    between them is not one of step size. Returns the ratio, control / runs."""
+    _paired_by_seed(control_runs, runs)
+    control, treated = (float(np.mean([r.applied_step for r in group])) for group in (control_runs, runs))
+    ratio = control / treated
+    require(1 / (1 + tolerance) <= ratio <= 1 + tolerance,
+        f"the steps of {control_runs[0].name} are {ratio:.2f}× as large as those of {runs[0].name}, not within "
+        f"{tolerance:.0%} of them: it is not rate-matched. Scale its learning rate (compression.rate_matched).")
+    return ratio
+
+
+def error_feedback_helped(with_feedback, without_feedback):
+    """Seed by seed (the same initial weights and batches), the run with error feedback reached a higher test
+    accuracy than its pair without it."""
+    _paired_by_seed(with_feedback, without_feedback)
+    lost = [(r.seed, r.final_accuracy, other.final_accuracy) for r, other in zip(with_feedback, without_feedback)
+            if r.final_accuracy <= other.final_accuracy]
+    require(not lost,
+        f"error feedback ({with_feedback[0].name}) did not beat {without_feedback[0].name} in every seed: "
+        + ", ".join(f"seed {seed} {a:.3f} against {b:.3f}" for seed, a, b in lost)
+        + ". Is the residual added to the next update, and kept in update units?")
