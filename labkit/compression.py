@@ -316,29 +316,34 @@ class Push:
             raise ValueError("factor_masking restarts the worker's velocity: it needs momentum_correction=True.")
 
 
-def rate_matched(setting, target_step, trial, tolerance=0.1, probes=4):
-    """``setting`` at the learning rate whose steps move the parameters as far as ``target_step`` (a mean
-    ``Result.applied_step``), within ``tolerance``, and its run there: returns (setting, run).
+def rate_matched(setting, target_step, trial, tolerance=1 / 3, probes=5):
+    """``setting`` at a learning rate whose steps move the parameters as far as ``target_step`` (a mean
+    ``Result.applied_step``) within ``tolerance`` (1/3: from 0.75× to 1.33×), and its run there: (setting, run).
 
-    Each probe is ``trial(setting)``, one run that returns a ``Result``. The first probe's rate is scaled by
-    target / measured; later ones fit how the step grows with the rate (step ∝ rate^p, p from the last two
-    probes: above 1 where training turns unstable, below 1 where error feedback's residual carries the steps).
+    Each probe is ``trial(setting)``, one run that returns a ``Result``. The next rate solves step ∝ rate^p for
+    the target, p fitted on the last two probes (1 at first): p is above 1 where training turns unstable and
+    below 1 where error feedback's residual carries the steps. Where the step jumps (the onset of instability),
+    the fit can overshoot: a rate outside the probes that bracket the target is replaced by their midpoint.
     """
-    rates, steps = [], []
+    probed = []  # (rate, step)
     for _ in range(probes):
         run = trial(setting)
-        rates.append(setting.push.learning_rate)
-        steps.append(run.applied_step)
-        if abs(math.log(steps[-1] / target_step)) <= math.log(1 + tolerance):
+        rate, step = setting.push.learning_rate, run.applied_step
+        if abs(math.log(step / target_step)) <= math.log(1 + tolerance):
             return setting, run
         power = 1.0
-        if len(rates) > 1 and rates[-1] != rates[-2] and steps[-1] != steps[-2]:
-            power = min(3.0, max(0.2, math.log(steps[-1] / steps[-2]) / math.log(rates[-1] / rates[-2])))
-        scaled = rates[-1] * (target_step / steps[-1]) ** (1 / power)
+        if probed and probed[-1][0] != rate and probed[-1][1] != step:
+            power = min(3.0, max(0.2, math.log(step / probed[-1][1]) / math.log(rate / probed[-1][0])))
+        probed.append((rate, step))
+        scaled = rate * (target_step / step) ** (1 / power)
+        below = [r for r, s in probed if s < target_step]
+        above = [r for r, s in probed if s > target_step]
+        if below and above and not max(below) < scaled < min(above):
+            scaled = math.sqrt(max(below) * min(above))
         setting = replace(setting, push=replace(setting.push, learning_rate=scaled))
     raise ValueError(f"{setting.title}: no learning rate in {probes} probes gave steps within {tolerance:.0%} of "
-                     f"{target_step:.3g} (rates {', '.join(f'{r:.3g}' for r in rates)} gave steps "
-                     f"{', '.join(f'{s:.3g}' for s in steps)}): give it more probes or a rate closer to the target.")
+                     f"{target_step:.3g} (rates {', '.join(f'{r:.3g}' for r, _ in probed)} gave steps "
+                     f"{', '.join(f'{s:.3g}' for _, s in probed)}): give it more probes or a rate closer to the target.")
 
 
 def dgc(learning_rate=0.1, momentum=0.9, clip_norm=5.0, warmup_steps=100):

@@ -231,6 +231,11 @@ def test_compressed_pulls_keep_each_worker_replica_equal_to_what_the_ps_sent_it(
         del model, optimizer, pulls, train_steps, batches, coordinator, strategy
 
 
+def jumping_steps(rate):
+    """Steps as notebook 05 measured top-k alone's: about 0.37·rate below a rate of 0.2, then a jump of 5×."""
+    return 0.37 * rate * (5 if rate > 0.2 else 1)
+
+
 @pytest.mark.parametrize("power", [0.45, 1.0, 1.3], ids=["residual-carried", "linear", "unstable"])
 def test_rate_matched_finds_the_rate_whose_steps_reach_the_target(power):
     """Steps that grow as rate^power (the powers measured on notebook 05's runs): from a rate ten times off, the
@@ -249,8 +254,18 @@ def test_rate_matched_finds_the_rate_whose_steps_reach_the_target(power):
     assert matched.push.momentum == 0.9 and matched.compressor is start.compressor and matched.name == "top-k alone"
 
 
+def test_rate_matched_bisects_where_the_step_jumps():
+    """A target just past the jump: fitted powers overshoot back and forth; the bracket's midpoints land."""
+    from types import SimpleNamespace
+    start = compression.Setting("top-k alone", compression.TopK(0.002), push=compression.Push(0.1))
+    matched, run = compression.rate_matched(start, 0.45, lambda setting: SimpleNamespace(
+        applied_step=jumping_steps(setting.push.learning_rate)))
+    assert 0.45 / (4 / 3) <= run.applied_step <= 0.45 * 4 / 3
+    assert run.applied_step == jumping_steps(matched.push.learning_rate)
+
+
 def test_rate_matched_says_when_its_probes_ran_out():
     from types import SimpleNamespace
     start = compression.Setting("top-k alone", compression.TopK(0.002), push=compression.Push(0.1))
-    with pytest.raises(ValueError, match="top-k alone: no learning rate in 2 probes gave steps within 10% of 0.2"):
+    with pytest.raises(ValueError, match="top-k alone: no learning rate in 2 probes gave steps within 33% of 0.2"):
         compression.rate_matched(start, 0.2, lambda setting: SimpleNamespace(applied_step=0.01), probes=2)

@@ -109,9 +109,9 @@ def _paired_by_seed(runs, others):
         f"compare runs pair by pair, the same seeds in the same order: {seeds} vs {[r.seed for r in others]}.")
 
 
-def steps_matched(control_runs, runs, tolerance=0.25):
+def steps_matched(control_runs, runs, tolerance=1 / 3):
     """A rate-matched control: over the same seeds, its steps moved the parameters as far (mean ``applied_step``)
-    as those of the runs it controls, within ``tolerance`` (0.25: from 0.8× to 1.25×), so that a difference
+    as those of the runs it controls, within ``tolerance`` (1/3: from 0.75× to 1.33×), so that a difference
     between them is not one of step size. Returns the ratio, control / runs."""
     _paired_by_seed(control_runs, runs)
     control, treated = (float(np.mean([r.applied_step for r in group])) for group in (control_runs, runs))
