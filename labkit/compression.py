@@ -316,34 +316,43 @@ class Push:
             raise ValueError("factor_masking restarts the worker's velocity: it needs momentum_correction=True.")
 
 
-def rate_matched(setting, target_step, trial, tolerance=1 / 3, probes=5):
-    """``setting`` at a learning rate whose steps move the parameters as far as ``target_step`` (a mean
-    ``Result.applied_step``) within ``tolerance`` (1/3: from 0.75× to 1.33×), and its run there: (setting, run).
+def rate_matched(setting, target_step, trial, window=(1.1, 1.6), probes=5):
+    """``setting`` at a learning rate whose steps move the parameters at least as far as ``target_step`` (a mean
+    ``Result.applied_step``), and its run there: (setting, run). A probe lands when its step is within ``window``
+    times the target: never smaller (1.1: a margin for the next seeds, whose steps vary), not much larger. Where
+    no rate does (the step jumps over the window), the probe whose step was the smallest above it.
 
     Each probe is ``trial(setting)``, one run that returns a ``Result``. The next rate solves step ∝ rate^p for
-    the target, p fitted on the last two probes (1 at first): p is above 1 where training turns unstable and
-    below 1 where error feedback's residual carries the steps. Where the step jumps (the onset of instability),
-    the fit can overshoot: a rate outside the probes that bracket the target is replaced by their midpoint.
+    the window's middle, p fitted on the last two probes (1 at first): p is above 1 where training turns unstable
+    and below 1 where error feedback's residual carries the steps. Where the step jumps (the onset of
+    instability) the fit can overshoot: a rate outside the probes that bracket the window is replaced by their
+    midpoint.
     """
-    probed = []  # (rate, step)
+    low, high = (target_step * bound for bound in window)
+    aim, probed = math.sqrt(low * high), []  # probed: (step, setting, run)
     for _ in range(probes):
         run = trial(setting)
         rate, step = setting.push.learning_rate, run.applied_step
-        if abs(math.log(step / target_step)) <= math.log(1 + tolerance):
+        if low <= step <= high:
             return setting, run
         power = 1.0
-        if probed and probed[-1][0] != rate and probed[-1][1] != step:
-            power = min(3.0, max(0.2, math.log(step / probed[-1][1]) / math.log(rate / probed[-1][0])))
-        probed.append((rate, step))
-        scaled = rate * (target_step / step) ** (1 / power)
-        below = [r for r, s in probed if s < target_step]
-        above = [r for r, s in probed if s > target_step]
+        if probed and probed[-1][1].push.learning_rate != rate and probed[-1][0] != step:
+            last_step, last_rate = probed[-1][0], probed[-1][1].push.learning_rate
+            power = min(3.0, max(0.2, math.log(step / last_step) / math.log(rate / last_rate)))
+        probed.append((step, setting, run))
+        scaled = rate * (aim / step) ** (1 / power)
+        below = [s.push.learning_rate for stepped, s, _ in probed if stepped < low]
+        above = [s.push.learning_rate for stepped, s, _ in probed if stepped > high]
         if below and above and not max(below) < scaled < min(above):
             scaled = math.sqrt(max(below) * min(above))
         setting = replace(setting, push=replace(setting.push, learning_rate=scaled))
-    raise ValueError(f"{setting.title}: no learning rate in {probes} probes gave steps within {tolerance:.0%} of "
-                     f"{target_step:.3g} (rates {', '.join(f'{r:.3g}' for r, _ in probed)} gave steps "
-                     f"{', '.join(f'{s:.3g}' for _, s in probed)}): give it more probes or a rate closer to the target.")
+    larger = [(step, setting, run) for step, setting, run in probed if step > high]
+    if not larger:
+        raise ValueError(f"{setting.title}: no learning rate in {probes} probes gave steps of at least {low:.3g} "
+                         f"(the largest: {max(step for step, _, _ in probed):.3g}): give it more probes or a higher "
+                         "rate.")
+    _, setting, run = min(larger, key=lambda probe: probe[0])  # the window falls in a jump: the step just over it
+    return setting, run
 
 
 def dgc(learning_rate=0.1, momentum=0.9, clip_norm=5.0, warmup_steps=100):

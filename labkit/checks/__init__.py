@@ -16,7 +16,7 @@ from labkit.checks.cluster_by_hand import (  # noqa: F401
 )
 from labkit.checks.compression import (  # noqa: F401
     accuracy_within_margin, compression_paid_off, compressor_shrinks, contracts, error_feedback_helped,
-    fewer_total_bytes, same_payload, steps_matched, within_variance_bound,
+    fewer_total_bytes, same_payload, steps_at_least_as_large, within_variance_bound,
 )
 from labkit.checks.custom_loop import (  # noqa: F401
     arrays_shipped_to_every_task, every_worker_ran, files_route_ships_no_data, free_workers_took_more,
