@@ -15,7 +15,7 @@ from labkit.checks.cluster_by_hand import (  # noqa: F401
     cluster_trained, servers_serving, tf_configs_valid,
 )
 from labkit.checks.compression import (  # noqa: F401
-    accuracy_within_margin, compression_paid_off, compressor_shrinks, contracts, error_feedback_helped,
+    accuracy_within_margin, compression_paid_off, compressor_shrinks, contracts,
     fewer_total_bytes, same_payload, steps_at_least_as_large, within_variance_bound,
 )
 from labkit.checks.custom_loop import (  # noqa: F401

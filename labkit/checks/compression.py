@@ -119,15 +119,3 @@ def steps_at_least_as_large(control_runs, runs):
         f"the steps of {control_runs[0].name} are {control / treated:.2f}× as large as those of {runs[0].name}, not "
         "at least as large: it is not rate-matched. Raise its learning rate (compression.rate_matched).")
     return control / treated
-
-
-def error_feedback_helped(with_feedback, without_feedback):
-    """Seed by seed (the same initial weights and batches), the run with error feedback reached a higher test
-    accuracy than its pair without it."""
-    _paired_by_seed(with_feedback, without_feedback)
-    lost = [(r.seed, r.final_accuracy, other.final_accuracy) for r, other in zip(with_feedback, without_feedback)
-            if r.final_accuracy <= other.final_accuracy]
-    require(not lost,
-        f"error feedback ({with_feedback[0].name}) did not beat {without_feedback[0].name} in every seed: "
-        + ", ".join(f"seed {seed} {a:.3f} against {b:.3f}" for seed, a, b in lost)
-        + ". Is the residual added to the next update, and kept in update units?")
