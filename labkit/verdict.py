@@ -27,8 +27,10 @@ that record. The rules:
   models on the same N examples when they disagree on a share p (1 − p) of them (half of what independent
   errors would give).
 - **Non-inferiority** (``non_inferior``, which reads the verdict of ``paired`` or ``unpaired`` against a
-  margin): non-inferior only if the interval's worse bound stays inside the margin; inferior if the whole interval is worse than the margin; otherwise cannot tell. Noisier
-  seeds widen the interval and so make "non-inferior" harder to reach, never easier.
+  margin): non-inferior only if the interval's worse bound stays inside the margin; inferior if the whole
+  interval is worse than the margin; otherwise cannot tell. Noisier seeds widen the interval and so make
+  "non-inferior" harder to reach, never easier. ``paired_accuracy`` is the labs' usual case: test accuracies
+  paired by seed, on the test examples ``data_basis`` counted, against a margin or not.
 
 ``data_basis`` says which MNIST ran and how many distinct test examples its accuracy verdicts rest on; it
 refuses them on the timing stand-in. ``mean_and_range``, ``mean_difference``, ``spreads_apart`` and
@@ -200,6 +202,15 @@ def non_inferior(comparison, margin) -> Verdict:
     else:
         found, reason = CANNOT_TELL, "the interval reaches past the margin"
     return replace(comparison, verdict=found, margin=float(margin), reason=reason)
+
+
+def paired_accuracy(name, treatment, control, basis, comparisons=1, margin=None) -> Verdict:
+    """Test accuracies of runs paired by seed, on the data ``basis`` says ran (``data_basis``: its distinct test
+    examples set the resolution floor; the timing stand-in is refused): ``paired``, read against ``margin``
+    (``non_inferior``) if one is given."""
+    found = paired(name, treatment, control, measure="test accuracy",
+                   distinct_test_examples=basis.distinct_test_examples, comparisons=comparisons)
+    return found if margin is None else non_inferior(found, margin)
 
 
 def resolution_floor(distinct_test_examples, accuracy) -> float:

@@ -329,3 +329,16 @@ def test_interleave_many_reverses_the_order_every_block_so_a_drift_favours_none(
     assert same.verdict == CANNOT_TELL and same.effect == pytest.approx(1.0, abs=0.01)
     with pytest.raises(ValueError, match="at least one block"):
         verdict.interleave_many([lambda: 1], 0)
+
+
+def test_paired_accuracy_is_paired_on_the_test_examples_that_ran_and_read_against_a_margin_if_given():
+    basis = verdict.DataBasis("the offline subset", 1_000, 1_000)
+    treatment, control = [0.88, 0.895, 0.90], [0.89, 0.90, 0.91]
+    plain = verdict.paired_accuracy("topk", treatment, control, basis, comparisons=2)
+    assert plain == verdict.paired("topk", treatment, control, measure="test accuracy", distinct_test_examples=1_000,
+                                   comparisons=2)
+    kept = verdict.paired_accuracy("topk", treatment, control, basis, comparisons=2, margin=0.02)
+    assert kept == verdict.non_inferior(plain, 0.02) and kept.margin == 0.02
+    standin = verdict.DataBasis(data.TIMING_STANDIN, 10_000, 1_000)
+    with pytest.raises(ValueError, match="timing stand-in"):
+        verdict.paired_accuracy("topk", treatment, control, standin)
