@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from labkit.tools.conventions import LAYERS
+from labkit.tools import syntax
 
 ROOT = Path(__file__).resolve().parents[1]
 LABKIT = ROOT / "labkit"
@@ -27,7 +28,7 @@ def layer_of(module):
 def labkit_imports(path):
     """The labkit modules ``path`` imports (at the top or inside functions), without the ``labkit.`` prefix."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(syntax.parse(path.read_text())):
         names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "labkit":
             names = [f"{node.module}.{alias.name}" for alias in node.names]
@@ -96,7 +97,7 @@ def test_labkit_local_cluster_still_loads_on_first_use():
 
 def reexports(path):
     """Names ``path`` imports from another labkit module and never uses: a second import path for them."""
-    tree = ast.parse(path.read_text())
+    tree = syntax.parse(path.read_text())
     imported = {alias.asname or alias.name: node.module for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("labkit")
                 for alias in node.names}
@@ -126,7 +127,7 @@ def long_signatures(root):
     found = {}
     for path in sorted(root.rglob("*.py")):
         module = ".".join(path.relative_to(root).with_suffix("").parts)
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(syntax.parse(path.read_text())):
             for child in node.body if isinstance(node, (ast.Module, ast.ClassDef)) else []:
                 if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue

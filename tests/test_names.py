@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from labkit.tools import conventions
+from labkit.tools import syntax
 from labkit.tools.conventions import RETIRED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def texts(path):
 def identifiers(source):
     """Names the source binds or reads (variables, arguments, keywords, definitions), not attributes."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except SyntaxError:  # a page's fragment: every word not after a dot
         return frozenset(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", source))
     found = set()

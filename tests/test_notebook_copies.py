@@ -6,6 +6,7 @@ import nbformat
 import pytest
 
 from labkit.tools import notebook_copies
+from labkit.tools import syntax
 from labkit.tools.notebook_copies import CopyMarkerError, sync
 
 STALENESS_NOTEBOOK = notebook_copies.PACKAGE.parent / "notebooks" / "06_stale_gradients.ipynb"
@@ -44,7 +45,7 @@ def test_a_marker_that_marks_nothing_is_refused(source, complaint):
 
 def definitions(source):
     """Every function and class definition in ``source``, methods included."""
-    return [node for node in ast.walk(ast.parse(source)) if isinstance(node, notebook_copies.DEFINITIONS)]
+    return [node for node in ast.walk(syntax.parse(source)) if isinstance(node, notebook_copies.DEFINITIONS)]
 
 
 def unmarked_copies(paths):

@@ -13,6 +13,7 @@ import pytest
 import labkit
 from labkit import checks, models, pipelines, recovery
 from labkit.data import load_mnist
+from labkit.tools import syntax
 
 tf = pytest.importorskip("tensorflow")
 
@@ -154,7 +155,7 @@ def labkit_imports(module):
         if name in seen or path is None:  # not a module: a function or class imported from one
             continue
         seen.add(name)
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(syntax.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 todo += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("labkit"):

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+from labkit.tools import syntax
+
 PACKAGE = Path(__file__).resolve().parents[1]
 NOTEBOOKS = PACKAGE.parent / "notebooks"
 MARKER = re.compile(r"^(?P<indent>[ \t]*)# labkit: (?P<name>\S+)[ \t]*$")
@@ -57,7 +59,7 @@ def kit_source(name):
         raise CopyMarkerError(f"`# labkit: {name}` names no labkit module: name a definition relative to the "
                               "package, as in `# labkit: staleness.StalenessSGD.apply`")
     source = path.read_text()
-    node = find_definition(ast.parse(source).body, parts[split:])
+    node = find_definition(syntax.parse(source).body, parts[split:])
     if node is None:
         raise CopyMarkerError(f"`# labkit: {name}`: labkit/{path.relative_to(PACKAGE)} defines no "
                               f"{'.'.join(parts[split:])}; correct the name, or remove the line")
@@ -66,7 +68,7 @@ def kit_source(name):
 
 def marked(source):
     """[(labkit's name, the definition's node)] for each `# labkit:` line of ``source`` (a cell's)."""
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     starts = {first_line(node): node for node in ast.walk(tree) if isinstance(node, DEFINITIONS)}
     found = []
     for number, line in enumerate(source.split("\n"), start=1):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from labkit.tools import cli
+from labkit.tools import syntax
 from labkit.tools.conventions import LAYERS, RETIRED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,7 +100,7 @@ def summary(path):
     if path.suffix == ".sh":
         first = next((line.removeprefix("#").strip() for line in text.splitlines()[1:] if line.startswith("#")), "")
     else:
-        first = (ast.get_docstring(ast.parse(text), clean=False) or "").strip().split("\n")[0]
+        first = (ast.get_docstring(syntax.parse(text), clean=False) or "").strip().split("\n")[0]
     if not first:
         raise PageError(f"{path} has no docstring: write one, its first line a summary (docs/contributing.md's "
                         "layout shows it)")
