@@ -28,7 +28,8 @@ from support import tier_times  # noqa: E402
 from support.processes import no_orphan_task_processes  # noqa: E402, F401  (an autouse fixture for every module)
 
 # The heaviest tier first: pytest-xdist (--dist loadfile) hands out the test files in this order, so the many short
-# unit files even out the workers' ends.
+# unit files even out the workers' ends. pyproject.toml's --no-loadscope-reorder keeps it: by default pytest-xdist
+# reorders the files by their number of tests, which put the notebooks' five-test modules last.
 FIRST_TO_LAST = ("hub", "notebook", "browser", "root", "cluster", "unit")
 
 
