@@ -316,7 +316,10 @@ class Push:
             raise ValueError("factor_masking restarts the worker's velocity: it needs momentum_correction=True.")
 
 
-def rate_matched(setting, target_step, trial, window=(1.1, 1.6), probes=5):
+STEP_WINDOW = (1.1, 1.6)  # where rate_matched aims a control's steps: never smaller than the target, not much larger
+
+
+def rate_matched(setting, target_step, trial, window=STEP_WINDOW, probes=5):
     """``setting`` at a learning rate whose steps move the parameters at least as far as ``target_step`` (a mean
     ``Result.applied_step``), and its run there: (setting, run). A probe lands when its step is within ``window``
     times the target: never smaller (1.1: a margin for the next seeds, whose steps vary), not much larger. Where
