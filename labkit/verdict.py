@@ -304,7 +304,7 @@ def check_record(record) -> dict:
 def sentence_of(record, treatment, control) -> str:
     """The sentence for a verdict ``record`` (``Verdict.record()``, or an entry of results.json's "verdicts")."""
     said = _said(check_record(record), treatment, control)
-    return said[0].upper() + said[1:]
+    return (said[0].upper() if said[0].isascii() else said[0]) + said[1:]  # "α×0.2 ...", never "Α×0.2"
 
 
 def _said(record, treatment, control):

@@ -245,6 +245,7 @@ def test_the_record_is_json_and_the_sentence_is_made_from_it_alone():
     said = verdict.sentence_of(record, "top-k", "dense")
     assert said == found.sentence("top-k", "dense")
     assert said.startswith("Top-k wins against dense on test accuracy: +1.0 points (95% interval ")
+    assert found.sentence("α/τ", "α").startswith("α/τ wins against α")  # a symbol keeps its case: not "Α/τ"
     assert "corrected for 2 comparisons; 5 paired seeds, every one agreeing" in said
     one = verdict.paired("gain", [0.91], [0.9], measure="test accuracy").record()
     assert one["interval"] == [None, None]
