@@ -455,50 +455,60 @@ def train_mnist(strategy, coordinator, data, update=Update(), schedule=Schedule(
 
 def train_mnist_over_seeds(strategy, coordinator, data, seeds, update=Update(), schedule=Schedule(), batches=Batches(),
                            definitions=Definitions()):
-    """Train the MNIST MLP with StalenessSGD (``update``) on the cluster once per seed, as ``schedule`` says.
+    """Train the MNIST MLP with StalenessSGD (``update``) on the cluster once per seed, as ``schedule`` says
+    (a ``Trainer``, built once, run once per seed).
 
     A seed sets the initial weights, the random delays and (unless ``batches`` continues one stream) the
-    batch stream: the same seeds give two calls paired runs. The runs share one model, optimizer and
-    traced step function: each seed restarts them (``StalenessSGD.restart``) instead of building and
-    tracing again, which costs seconds per run. The last evaluation uses the whole test set.
+    batch stream: the same seeds give two calls paired runs. The last evaluation uses the whole test set.
     ``definitions``: the optimizer class and step function to train with (a notebook's own, say).
     """
-    rule, ssp_bound, steps_per_closure = update.rule, update.ssp_bound, schedule.steps_per_closure
-    num_steps, evaluate_every = schedule.num_steps, schedule.evaluate_every
-    if ssp_bound is not None and steps_per_closure > 1:
-        raise ValueError("SSP waits before each step: with more than 1 step per closure a waiting worker holds "
-                         "steps that the slowest may need. Pass steps_per_closure=1 with ssp_bound.")
-    tf.keras.utils.set_random_seed(seeds[0])
-    with strategy.scope():
-        model = models.mnist_mlp()
-        optimizer = definitions.optimizer_class(model.trainable_variables, update, train.worker_count(strategy),
-                                                seed=seeds[0])
-    steps = definitions.train_steps(strategy, model, optimizer, steps_per_closure)
-    runs = []
-    for seed in seeds:
-        if runs:  # the weights a new model seeded `seed` would start from, and a new optimizer's state
-            models.restart_mnist_mlp(model, seed)
-            optimizer.restart(seed)
-        stream = batches.stream(coordinator, data, schedule.batch_size, seed)
-        evaluations = iter(range(num_steps // evaluate_every, 0, -1))  # how many are left, this one included
-        optimizer.steps_scheduled.assign(evaluate_every)
+    trainer = Trainer(strategy, coordinator, data, update, schedule, definitions)
+    return [trainer.run(seed, batches) for seed in seeds]
+
+
+class Trainer:
+    """The MNIST MLP, a StalenessSGD (``update``) and its traced step function on one cluster, built once:
+    each ``run`` restarts them (``StalenessSGD.restart``) instead of building and tracing again, which costs
+    seconds per run, and trains as ``schedule`` says. Free it (``del``) before its cluster stops."""
+
+    def __init__(self, strategy, coordinator, data, update=Update(), schedule=Schedule(), definitions=Definitions()):
+        if update.ssp_bound is not None and schedule.steps_per_closure > 1:
+            raise ValueError("SSP waits before each step: with more than 1 step per closure a waiting worker holds "
+                             "steps that the slowest may need. Pass steps_per_closure=1 with ssp_bound.")
+        self.coordinator, self.data, self.update, self.schedule = coordinator, data, update, schedule
+        with strategy.scope():
+            self.model = models.mnist_mlp()
+            self.optimizer = definitions.optimizer_class(self.model.trainable_variables, update,
+                                                         train.worker_count(strategy))
+        self.steps = definitions.train_steps(strategy, self.model, self.optimizer, schedule.steps_per_closure)
+
+    def run(self, seed=0, batches=Batches()):
+        """One run from the initial weights and optimizer state seeded ``seed``, on its batches (``batches``:
+        the seed's own stream, or one the runs continue); a ``Run``."""
+        model, optimizer, schedule, update = self.model, self.optimizer, self.schedule, self.update
+        models.restart_mnist_mlp(model, seed)
+        optimizer.restart(seed)
+        stream = batches.stream(self.coordinator, self.data, schedule.batch_size, seed)
+        evaluations = iter(range(schedule.num_steps // schedule.evaluate_every, 0, -1))  # left, this one included
+        optimizer.steps_scheduled.assign(schedule.evaluate_every)
 
         def evaluate():
-            optimizer.steps_scheduled.assign_add(evaluate_every)  # the next interval's
+            optimizer.steps_scheduled.assign_add(schedule.evaluate_every)  # the next interval's
             images = None if next(evaluations) == 1 else schedule.curve_test_images
             finite = all(np.isfinite(v.numpy()).all() for v in model.trainable_variables)
-            accuracy = models.accuracy(model, data.x_test[:images], data.y_test[:images]) if finite else math.nan
+            x_test, y_test = self.data.x_test[:images], self.data.y_test[:images]
+            accuracy = models.accuracy(model, x_test, y_test) if finite else math.nan
             return {"updates": int(optimizer.version.numpy()), "accuracy": accuracy}
 
+        rule, ssp_bound = update.rule, update.ssp_bound
         run = Run(rule=rule.name, delay=delay_name(update.delay, update.random_delay),
                   learning_rate=update.learning_rate, seed=seed, ssp_bound=ssp_bound)
-        train.run(coordinator, steps, stream, num_steps, steps_per_closure, log_every_steps=evaluate_every,
-                  recording=train.Recording(evaluate=evaluate, training_log=run,
-                                            description=run_description(rule.name, run.delay, seed, ssp_bound,
-                                                                        batches.slowed)))
+        description = run_description(rule.name, run.delay, seed, ssp_bound, batches.slowed)
+        train.run(self.coordinator, self.steps, stream, schedule.num_steps, schedule.steps_per_closure,
+                  log_every_steps=schedule.evaluate_every,
+                  recording=train.Recording(evaluate=evaluate, training_log=run, description=description))
         run.counts, run.dropped = optimizer.staleness_counts(), int(optimizer.dropped.numpy())
         run.clocks, run.timeouts = optimizer.clocks.numpy().tolist(), int(optimizer.timeouts.numpy())
         run.waited_seconds, run.polls = float(optimizer.waited.numpy()), int(optimizer.polls.numpy())
         run.max_lead = int(optimizer.max_lead.numpy()) if ssp_bound is not None else None
-        runs.append(run)
-    return runs
+        return run

@@ -310,6 +310,12 @@ def test_the_same_seeds_give_the_same_runs_and_a_continued_stream_does_not():
         on_one_stream = staleness.train_mnist_over_seeds(strategy, coordinator, data, [0, 1], update, schedule,
                                                          batches=continued)
         del continued  # freed while its cluster runs
+        trainer = staleness.Trainer(strategy, coordinator, data, update, schedule)
+        rerun = [trainer.run(seed) for seed in (1, 0)]
+        traced = trainer.steps.experimental_get_tracing_count()
+        del trainer
+    assert [run.loss for run in rerun] == [first[1].loss, first[0].loss], "a Trainer restarts: each seed's own run"
+    assert traced == 1, f"a Trainer traces its step function once, not once per run ({traced} times)"
     assert [run.loss for run in again] == [run.loss for run in first]
     assert [run.taus.tolist() for run in again] == [run.taus.tolist() for run in first]
     assert first[0].loss != first[1].loss, "two seeds, two runs"
