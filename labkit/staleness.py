@@ -409,11 +409,14 @@ class Batches:
     ``continue_on`` makes one stream that the runs continue instead, each taking the batches that follow
     the last run's. It saves starting a stream per run (each worker reads the training set then, inside the
     run's first timed interval): for runs that count τ or time a mechanism, never for runs compared on accuracy.
+    ``made_once_per_seed`` keeps each seed's stream to start again from its beginning: paired runs without the
+    reading.
     """
 
     slow_worker: int | None = None
     slow_ms: float = 0
     continued: object = None  # the iterator the runs continue (made by continue_on); None: one stream per seed
+    datasets: dict | None = None  # made_once_per_seed: each seed's per-worker dataset, made on first use
 
     def __post_init__(self):
         if self.slow_ms < 0 or (self.slow_ms and self.slow_worker is None):
@@ -425,12 +428,24 @@ class Batches:
         return replace(self, continued=train.mnist_batches(coordinator, data, batch_size, seed,
                                                            slow_worker=self.slow_worker, slow_ms=self.slow_ms))
 
+    def made_once_per_seed(self):
+        """These batches with each seed's stream made once and started again from its beginning for every run with
+        that seed (a new iterator over the seed's dataset, ``train.mnist_datasets``): the runs are paired as with
+        a stream each, and the workers read the training set once per seed, not once per run (a second or more
+        with full MNIST). Each worker keeps a copy of the training set per seed while these batches live: free
+        them (``del``) before their cluster stops."""
+        return replace(self, datasets={})
+
     def stream(self, coordinator, data, batch_size, seed):
         """The iterator that the run seeded ``seed`` takes its batches from."""
         if self.continued is not None:
             return self.continued
-        return train.mnist_batches(coordinator, data, batch_size, seed, slow_worker=self.slow_worker,
-                                   slow_ms=self.slow_ms)
+        made = (coordinator, data, batch_size, seed, False, self.slow_worker, self.slow_ms)
+        if self.datasets is None:
+            return train.mnist_batches(*made)
+        if (batch_size, seed) not in self.datasets:
+            self.datasets[batch_size, seed] = train.mnist_datasets(*made)
+        return iter(self.datasets[batch_size, seed])
 
     @property
     def slowed(self):

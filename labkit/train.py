@@ -235,9 +235,16 @@ def mnist_batches(coordinator, data, batch_size=64, seed=0, sharded=False, slow_
     continue the same one (``staleness.Batches.continue_on``), each taking the next batches; two runs compared
     on accuracy take a stream each, seeded alike (``compression.train_mnist`` makes one per run).
     """
+    return iter(mnist_datasets(coordinator, data, batch_size, seed, sharded, slow_worker, slow_ms))
+
+
+def mnist_datasets(coordinator, data, batch_size=64, seed=0, sharded=False, slow_worker=None, slow_ms=0):
+    """The per-worker dataset that ``mnist_batches`` (the same arguments) iterates over. Each new iterator over it
+    starts the same stream from its beginning, without the workers reading the training set again; each worker
+    keeps its copy of the training set while the dataset lives."""
     shards = worker_count(coordinator.strategy) if sharded else None
     dataset_fn = mnist_dataset_fn(data, batch_size, seed, shards=shards)
-    return per_worker_iterator(coordinator, with_slowed_worker(dataset_fn, slow_worker, slow_ms))
+    return coordinator.create_per_worker_dataset(with_slowed_worker(dataset_fn, slow_worker, slow_ms))
 
 
 def first_batches(coordinator, dataset_fn, num_workers):

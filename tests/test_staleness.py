@@ -312,9 +312,12 @@ def test_the_same_seeds_give_the_same_runs_and_a_continued_stream_does_not():
         del continued  # freed while its cluster runs
         trainer = staleness.Trainer(strategy, coordinator, data, update, schedule)
         rerun = [trainer.run(seed) for seed in (1, 0)]
+        made_once = staleness.Batches().made_once_per_seed()
+        from_kept_streams = [trainer.run(seed, made_once) for seed in (0, 0)]  # the second starts seed 0's again
         traced = trainer.steps.experimental_get_tracing_count()
-        del trainer
+        del trainer, made_once
     assert [run.loss for run in rerun] == [first[1].loss, first[0].loss], "a Trainer restarts: each seed's own run"
+    assert [run.loss for run in from_kept_streams] == [first[0].loss] * 2, "a kept stream starts again"
     assert traced == 1, f"a Trainer traces its step function once, not once per run ({traced} times)"
     assert [run.loss for run in again] == [run.loss for run in first]
     assert [run.taus.tolist() for run in again] == [run.taus.tolist() for run in first]
