@@ -204,6 +204,24 @@ def non_inferior(comparison, margin) -> Verdict:
     return replace(comparison, verdict=found, margin=float(margin), reason=reason)
 
 
+def seeds_to_decide(found, most=1000):
+    """How many pairs a paired verdict that cannot tell would need before its interval decided it, if its mean
+    difference and the spread of its differences stayed as measured: the fewest whose interval clears "no
+    difference" (read against a margin: clears the margin). None where more pairs cannot decide it: an effect below
+    the resolution floor or on the margin, a spread unknown (fewer than 2 pairs), or more than ``most`` needed. Only
+    the interval is projected: a winner also needs every pair to agree."""
+    if found.verdict != CANNOT_TELL or not found.paired or found.ratio or found.seeds < 2:
+        return None
+    margin = found.margin or 0.0
+    distance = abs(found.effect * (1 if found.higher_is_better else -1) + margin)  # what the half-width must stay under
+    if abs(found.effect) < found.floor or (found.margin is not None and margin < found.floor) or distance == 0:
+        return None
+    spread = (found.interval[1] - found.interval[0]) / 2 / _quantile(found.seeds - 1, found.comparisons) \
+        * math.sqrt(found.seeds)
+    return next((n for n in range(found.seeds + 1, most + 1)
+                 if _quantile(n - 1, found.comparisons) * spread / math.sqrt(n) < distance), None)
+
+
 def paired_accuracy(name, treatment, control, basis, comparisons=1, margin=None) -> Verdict:
     """Test accuracies of runs paired by seed, on the data ``basis`` says ran (``data_basis``: its distinct test
     examples set the resolution floor; the timing stand-in is refused): ``paired``, read against ``margin``

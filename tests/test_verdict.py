@@ -343,3 +343,29 @@ def test_paired_accuracy_is_paired_on_the_test_examples_that_ran_and_read_agains
     standin = verdict.DataBasis(data.TIMING_STANDIN, 10_000, 1_000)
     with pytest.raises(ValueError, match="timing stand-in"):
         verdict.paired_accuracy("topk", treatment, control, standin)
+
+
+def pairs_with(mean, spread, seeds, base=0.85):
+    """Accuracies of ``seeds`` pairs whose differences have exactly this mean and standard deviation."""
+    draws = np.random.default_rng(1).normal(size=seeds)
+    differences = mean + spread * (draws - draws.mean()) / draws.std(ddof=1)
+    return base + differences, np.full(seeds, base)
+
+
+@pytest.mark.parametrize("mean, spread, margin, decides", [(0.03, 0.01, None, WINS), (-0.011, 0.02, 0.02, NON_INFERIOR)])
+def test_seeds_to_decide_is_the_fewest_whose_interval_would_decide(mean, spread, margin, decides):
+    """Where the mean and spread stay as measured, the seeds it projects decide and one fewer does not: with the
+    normal's quantile instead of Student's t, or without the correction for comparisons, it projects too few."""
+    def judged(seeds):
+        found = accuracy("gain", *pairs_with(mean, spread, seeds), comparisons=6)
+        return found if margin is None else verdict.non_inferior(found, margin)
+    needed = verdict.seeds_to_decide(judged(3))
+    assert judged(needed).verdict == decides and judged(needed - 1).verdict == CANNOT_TELL, needed
+
+
+def test_seeds_to_decide_is_none_where_more_seeds_cannot_decide():
+    below_floor = verdict.paired("gain", *pairs_with(0.002, 0.004, 3), measure="test accuracy",
+                                 distinct_test_examples=1_000)
+    assert below_floor.verdict == verdict.CANNOT_TELL and verdict.seeds_to_decide(below_floor) is None
+    decided = verdict.paired("gain", *pairs_with(0.05, 0.001, 5), measure="test accuracy", distinct_test_examples=1_000)
+    assert decided.verdict == verdict.WINS and verdict.seeds_to_decide(decided) is None
