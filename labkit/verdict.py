@@ -33,7 +33,8 @@ that record. The rules:
   paired by seed, on the test examples ``data_basis`` counted, against a margin or not.
 
 ``data_basis`` says which MNIST ran and how many distinct test examples its accuracy verdicts rest on; it
-refuses them on the timing stand-in. ``mean_and_range``, ``mean_difference``, ``spreads_apart`` and
+refuses them on the timing stand-in. ``seeds_to_decide`` projects how many seeds a paired verdict that cannot tell
+would need, if its mean difference and spread stayed as measured. ``mean_and_range``, ``mean_difference``, ``spreads_apart`` and
 ``five_number_summary`` are the summaries a table shows beside a verdict.
 """
 import math
@@ -212,9 +213,13 @@ def seeds_to_decide(found, most=1000):
     the interval is projected: a winner also needs every pair to agree."""
     if found.verdict != CANNOT_TELL or not found.paired or found.ratio or found.seeds < 2:
         return None
-    margin = found.margin or 0.0
-    distance = abs(found.effect * (1 if found.higher_is_better else -1) + margin)  # what the half-width must stay under
-    if abs(found.effect) < found.floor or (found.margin is not None and margin < found.floor) or distance == 0:
+    toward = found.effect * (1 if found.higher_is_better else -1) + (found.margin or 0.0)  # < 0: toward worse
+    if found.margin is not None and toward > 0:  # toward non-inferior: the margin must be one the test set resolves
+        resolvable = found.margin >= found.floor
+    else:  # toward a winner, a loser or inferior: the effect must be
+        resolvable = abs(found.effect) >= found.floor
+    distance = abs(toward)  # what the interval's half-width must stay under
+    if not resolvable or distance == 0:
         return None
     spread = (found.interval[1] - found.interval[0]) / 2 / _quantile(found.seeds - 1, found.comparisons) \
         * math.sqrt(found.seeds)

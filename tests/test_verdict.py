@@ -352,7 +352,10 @@ def pairs_with(mean, spread, seeds, base=0.85):
     return base + differences, np.full(seeds, base)
 
 
-@pytest.mark.parametrize("mean, spread, margin, decides", [(0.03, 0.01, None, WINS), (-0.011, 0.02, 0.02, NON_INFERIOR)])
+@pytest.mark.parametrize("mean, spread, margin, decides", [
+    (0.03, 0.01, None, WINS), (-0.011, 0.02, 0.02, NON_INFERIOR),
+    (0.001, 0.02, 0.02, NON_INFERIOR),  # an effect below the floor can still be shown inside a margin the set resolves
+])
 def test_seeds_to_decide_is_the_fewest_whose_interval_would_decide(mean, spread, margin, decides):
     """Where the mean and spread stay as measured, the seeds it projects decide and one fewer does not: with the
     normal's quantile instead of Student's t, or without the correction for comparisons, it projects too few."""
