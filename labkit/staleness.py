@@ -440,12 +440,11 @@ class Batches:
         """The iterator that the run seeded ``seed`` takes its batches from."""
         if self.continued is not None:
             return self.continued
-        made = (coordinator, data, batch_size, seed, False, self.slow_worker, self.slow_ms)
-        if self.datasets is None:
-            return train.mnist_batches(*made)
-        if (batch_size, seed) not in self.datasets:
-            self.datasets[batch_size, seed] = train.mnist_datasets(*made)
-        return iter(self.datasets[batch_size, seed])
+        kept = {} if self.datasets is None else self.datasets  # made_once_per_seed keeps them; else made anew
+        if (batch_size, seed) not in kept:
+            kept[batch_size, seed] = train.mnist_datasets(coordinator, data, batch_size, seed,
+                                                          slow_worker=self.slow_worker, slow_ms=self.slow_ms)
+        return iter(kept[batch_size, seed])
 
     @property
     def slowed(self):

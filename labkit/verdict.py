@@ -33,9 +33,9 @@ that record. The rules:
   paired by seed, on the test examples ``data_basis`` counted, against a margin or not.
 
 ``data_basis`` says which MNIST ran and how many distinct test examples its accuracy verdicts rest on; it
-refuses them on the timing stand-in. ``seeds_to_decide`` projects how many seeds a paired verdict that cannot tell
-would need, if its mean difference and spread stayed as measured. ``mean_and_range``, ``mean_difference``, ``spreads_apart`` and
-``five_number_summary`` are the summaries a table shows beside a verdict.
+refuses them on the timing stand-in. ``seeds_to_decide`` projects how many seeds a paired verdict that cannot
+tell would need, if its mean difference and spread stayed as measured. ``mean_and_range``, ``mean_difference``,
+``spreads_apart`` and ``five_number_summary`` are the summaries a table shows beside a verdict.
 """
 import math
 import re
