@@ -43,6 +43,7 @@ ISOLATED = "isolated"
 KERNEL = [sys.executable, "-Xfrozen_modules=off", "-m", "ipykernel_launcher"]
 SOCKET_PATH_LIMIT = 100  # bytes: a Unix socket's path must fit in sun_path (108 on Linux, 104 on macOS)
 CONNECT_PATIENCE_SECONDS = 30.0  # how long a forwarded connection waits for the kernel's socket
+WATCH_SECONDS = 0.5  # how often the launcher checks that its kernel and its Jupyter client still run
 
 _CLONE_NEWUSER, _CLONE_NEWNET = 0x10000000, 0x40000000
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
@@ -229,14 +230,18 @@ async def _answer_from_outside(socket_path):
 
 
 async def _serve(connection, kernel, way_out):
-    """Forward every port of ``connection`` and answer on ``way_out`` until the ``kernel`` exits; return its exit code."""
+    """Forward every port of ``connection`` and answer on ``way_out`` until the ``kernel`` exits, or until this
+    launcher's parent (the Jupyter client) is gone: killed, it cannot stop the kernel itself. Return the kernel's
+    exit code, None if it still runs (the caller stops it)."""
+    client = os.getppid()
     servers = [await _forward(connection[name], f"{connection['ip']}-{connection[name]}")
                for name in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")]
     servers.append(await _answer_from_outside(way_out))
-    code = await asyncio.get_running_loop().run_in_executor(None, kernel.wait)
+    while kernel.poll() is None and os.getppid() == client:
+        await asyncio.sleep(WATCH_SECONDS)  # polled: a thread blocked in kernel.wait() would hold up an exit
     for server in servers:
         server.close()
-    return code
+    return kernel.returncode
 
 
 def _socket_dir():
@@ -249,7 +254,8 @@ def _socket_dir():
 
 
 def launch_kernel(connection_file, kernel_arguments=()):
-    """Start the kernel for ``connection_file``: isolated where possible (then return its exit code)."""
+    """Start the kernel for ``connection_file``: isolated where possible (then return its exit code, None
+    when its Jupyter client went first)."""
     why = why_not_isolated()
     if why:
         os.environ[STATUS_VARIABLE] = f"exposed: {why}"
