@@ -333,9 +333,14 @@ def sentence_of(record, treatment, control) -> str:
 def _said(record, treatment, control):
     found, measure, margin = record["verdict"], record.get("measure") or "the measure", record.get("margin")
     lo, hi = record["interval"]
+    cut = lo is not None and record.get("distinct_test_examples") is not None and (lo < -1 or hi > 1)
+    if cut:  # a t-interval of few scattered seeds can reach past what two accuracies can differ by
+        lo, hi = max(lo, -1.0), min(hi, 1.0)
     interval = ("no interval from single values" if lo is None else
                 f"{record.get('confidence', CONFIDENCE):.0%} interval {_amount(lo, record, unit=False)} to "
                 f"{_amount(hi, record, unit=False)}")
+    if cut:
+        interval += ", cut at ±100 points, the most two accuracies can differ by"
     if record.get("comparisons", 1) > 1 and lo is not None:
         interval += f", corrected for {record['comparisons']} comparisons"
     agreeing = ", every one agreeing" if found in (WINS, LOSES) else ""

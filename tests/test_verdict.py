@@ -261,6 +261,17 @@ def test_the_record_is_json_and_the_sentence_is_made_from_it_alone():
                                              "difference of 0.")
 
 
+def test_an_accuracy_interval_past_100_points_is_cut_in_the_sentence_not_in_the_record():
+    scattered = verdict.paired("rule_vs_control_accuracy", [0.2, 0.9, 0.3], [0.85, 0.3, 0.9], measure="test accuracy",
+                               distinct_test_examples=1_000, comparisons=4)
+    assert scattered.interval[0] < -1, "three scattered seeds: a t-interval past -100 points"
+    said = scattered.sentence("the rule", "its control")
+    assert "95% interval -100.0 to " in said and "cut at ±100 points, the most two accuracies can differ by" in said
+    assert scattered.record()["interval"][0] < -1, "the record keeps the interval measured (seeds_to_decide reads it)"
+    timed = verdict.paired("seconds", [0.2, 9.0, 0.3], [8.5, 0.3, 9.0], measure="seconds")
+    assert "cut at" not in timed.sentence("a", "b"), "only accuracies have a most they can differ by"
+
+
 @pytest.mark.parametrize("change, match", [
     ({"effect": 0.001}, "below the resolution floor"),   # a winner by less than the test set resolves
     ({"interval": [-0.01, 0.03]}, "includes 0 \\(no difference\\)"),
