@@ -2,6 +2,7 @@
 render; each item keeps what its run's own files say; a run that leaves nothing is not recorded; the verdicts the
 page prints (within or OVER a goal) can go either way."""
 import json
+import os
 import sys
 import types
 
@@ -56,6 +57,20 @@ def test_the_test_times_come_from_what_each_pytest_call_recorded(tmp_path):
                                                 "`import tensorflow` took 4.0 s there then).*"
                                                 "\n\n| `cluster` | start processes | 8.3 min |\n| `hub` | the class hub | not measured yet |"
                                                 "\n| `other` | a table | x |\n")
+    assert not any("CPU" in line for line in lines), "a record without CPU seconds shows none"
+    with_cpu = json.loads((tmp_path / "all.json").read_text())
+    for tier, cpu in (("unit", 30.0), ("cluster", 420.0), ("notebook", 560.0), ("browser", 40.0)):
+        with_cpu["tiers"][tier]["cpu_seconds"] = cpu
+    with_cpu["heaviest_files"] = [{"file": "tests/test_notebook_11_embedding_tables.py", "seconds": 120.0,
+                                   "cpu_seconds": 140.0}]
+    (tmp_path / "all.json").write_text(json.dumps(with_cpu))
+    cores = os.cpu_count()
+    lines = tests.section({"tests": {"log": LOG, "result": tests.result(None, tmp_path)}})
+    assert "| `make test` (every tier, 2 workers) | 11.2 min | 548 tests, 40 s (CPU 30 s) | 90 tests, 8.3 min (CPU 7.0 min) " \
+           "| 230 tests, 10.7 min (CPU 9.3 min) | 9 tests, 45 s (CPU 40 s) |  |  |" in lines
+    assert any(f"used 17.5 min of CPU in 11.2 min on {cores} cores, which were {1050 / (670 * cores):.0%} busy" in line
+               for line in lines)
+    assert "| `tests/test_notebook_11_embedding_tables.py` | 2.0 min | 2.3 min |" in lines
     (tmp_path / "all.json").write_text((tmp_path / "all.json").read_text().replace('"exit_status": 0', '"exit_status": 1'))
     assert tests.result(None, tmp_path) is None, "a failed call is not a measurement"
 

@@ -2,6 +2,8 @@
 its declared parameters, a run as on macOS sees no `ss` and no PSS, and the checks of what a learner sees can fail;
 and the tiers: a test has one."""
 import re
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -70,3 +72,10 @@ def test_a_test_has_one_tier_and_unit_without_a_tier_marker():
     assert tier_times.tier(["parametrize"]) == "unit"
     with pytest.raises(ValueError, match=r"tier markers \['browser', 'notebook'\]: give it one"):
         tier_times.tier(["browser", "notebook"])
+
+
+def test_a_phases_cpu_counts_the_processes_it_started_once_they_ended():
+    before = tier_times.cpu_seconds_used()
+    subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                                          "while time.process_time() < end: pass"], check=True)
+    assert tier_times.cpu_seconds_used() - before >= 0.3

@@ -9,7 +9,8 @@ starts each kernel through ``python -m labkit.runtime.isolation -f {connection_f
    namespace with loopback up, and talks to Jupyter over Unix sockets (ZeroMQ's ``ipc`` transport,
    the same bytes as over TCP); this launcher stays outside and forwards the connection file's
    127.0.0.1 ports to those sockets, so any Jupyter client (JupyterLab, nbclient, papermill) works
-   unchanged. Every task, coordinator and program the kernel starts inherits the namespace;
+   unchanged, and stops the kernel if that client is gone (killed, it could not). Every task, coordinator
+   and program the kernel starts inherits the namespace;
 2. elsewhere (macOS, a system that forbids user namespaces) the kernel starts as usual, exposed.
 
 Either way the kernel's ``LABKIT_NETWORK`` says which, and why (``network_status``).

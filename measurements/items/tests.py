@@ -1,5 +1,8 @@
-"""The tests as CI runs them: `make test-fast` and `make test`, each call's wall time and each tier's test time."""
+"""The tests as CI runs them: `make test-fast` and `make test`, each call's wall time and each tier's test time and CPU.
+
+Also the test files of `make test` that used the most CPU."""
 import json
+import os
 import tomllib
 
 from measurements.items import AS_CI, Run
@@ -22,13 +25,16 @@ def result(run, folder):
     if len(calls) < len(CALLS) or any(call["exit_status"] != 0 for call in calls.values()):
         return None
     return {name: {"marker_expression": call["marker_expression"], "workers": call["workers"],
-                   "wall_seconds": call["wall_seconds"],
-                   "tiers": {tier: {"seconds": times["seconds"], "tests": sum(times["tests"].values())}
-                             for tier, times in call["tiers"].items()}} for name, call in calls.items()}
+                   "wall_seconds": call["wall_seconds"], "cores": os.cpu_count(),
+                   "tiers": {tier: {"seconds": times["seconds"], "cpu_seconds": times.get("cpu_seconds"),
+                                    "tests": sum(times["tests"].values())}
+                             for tier, times in call["tiers"].items()},
+                   "heaviest_files": call.get("heaviest_files", [])} for name, call in calls.items()}
 
 
 def tier_cell(times):
-    return f"{times['tests']} test{'s' if times['tests'] != 1 else ''}, {minutes(times['seconds'])}"
+    cpu = f" (CPU {minutes(times['cpu_seconds'])})" if times.get("cpu_seconds") is not None else ""
+    return f"{times['tests']} test{'s' if times['tests'] != 1 else ''}, {minutes(times['seconds'])}{cpu}"
 
 
 def section(recorded):
@@ -47,4 +53,21 @@ def test_times(record):
         workers = "1 process" if call["workers"] == 1 else f"{call['workers']} workers"
         selected = "every tier" if call["marker_expression"] == "all" else f"`-m {call['marker_expression']}`"
         lines.append(f"| {title} ({selected}, {workers}) | {minutes(call['wall_seconds'])} | " + " | ".join(cells) + " |")
+    return lines + [""] + cpu_lines(calls["all"])
+
+
+def cpu_lines(call):
+    """Where `make test`'s CPU went: its share of the cores' time, and the test files that used the most."""
+    if not call.get("heaviest_files"):
+        return []
+    cpu = sum(times["cpu_seconds"] for times in call["tiers"].values())
+    busy = cpu / (call["wall_seconds"] * call["cores"])
+    lines = [f"A test's CPU is what its phases used in the pytest process that ran them and in every process they "
+             f"started (kernels, tasks, programs), counted once each ended. `make test`'s tests used {minutes(cpu)} "
+             f"of CPU in {minutes(call['wall_seconds'])} on {call['cores']} cores, which were {busy:.0%} busy"
+             + (": the run lasts as long as the CPU its tests need." if busy >= 0.8 else
+                ": waiting, not CPU, sets part of the run's length.") + " The test files that used the most:", "",
+             "| test file | test time | CPU |", "|---|---|---|"]
+    lines += [f"| `{row['file']}` | {minutes(row['seconds'])} | {minutes(row['cpu_seconds'])} |"
+              for row in call["heaviest_files"]]
     return lines + [""]
