@@ -260,6 +260,9 @@ def test_a_learner_logs_in_in_the_browser_and_opens_notebook_00(hub_class, brows
     hub, a, _, _ = hub_class
     page, screenshot = browser_page
     notebook = a.home / "work" / "notebooks" / "00_welcome.ipynb"
+    if a.server() is None:  # culled: idle for CULL_IDLE_SECONDS while the tests before ran (a loaded make test)
+        a.start_server()
+    a.api("GET", f"/user/{a.name}/api/kernels")  # activity: the culler counts its idle seconds from here
     with failure_screenshot(screenshot):
         page.goto(f"{hub.url}/hub/login")
         page.fill("#username_input", a.name)
@@ -267,7 +270,10 @@ def test_a_learner_logs_in_in_the_browser_and_opens_notebook_00(hub_class, brows
         page.click("#login_submit")
         expect(page).to_have_url(re.compile(rf"/user/{a.name}/lab"), timeout=120 * SECONDS)
         page.goto(f"{hub.url}/user/{a.name}/lab/tree/notebooks/{notebook.name}")
-        expect(page.get_by_text("PS Lab (TensorFlow 2.21) | Idle")).to_be_visible(timeout=120 * SECONDS)
+        try:
+            expect(page.get_by_text("PS Lab (TensorFlow 2.21) | Idle")).to_be_visible(timeout=120 * SECONDS)
+        except AssertionError as error:  # the hub's log holds the learner's server's: the kernel's start, or why not
+            raise AssertionError(f"{error}\nThe hub's log, its end:\n{hub.log()[-6000:]}") from None
         expect(page.locator(".jp-RenderedMarkdown h1").first).to_contain_text(first_heading(notebook))
         screenshot("hub-00_welcome")
 
