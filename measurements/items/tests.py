@@ -63,7 +63,8 @@ def cpu_lines(call):
     cpu = sum(times["cpu_seconds"] for times in call["tiers"].values())
     busy = cpu / (call["wall_seconds"] * call["cores"])
     lines = [f"A test's CPU is what its phases used in the pytest process that ran them and in every process they "
-             f"started (kernels, tasks, programs), counted once each ended. `make test`'s tests used {minutes(cpu)} "
+             f"started (kernels, tasks, programs), counted once each ended and was waited for (a process left to the "
+             f"system, such as a detached one, is not). `make test`'s tests used {minutes(cpu)} "
              f"of CPU in {minutes(call['wall_seconds'])} on {call['cores']} cores, which were {busy:.0%} busy"
              + (": the run lasts as long as the CPU its tests need." if busy >= 0.8 else
                 ": waiting, not CPU, sets part of the run's length.") + " The test files that used the most:", "",
