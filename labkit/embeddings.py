@@ -143,11 +143,6 @@ def restart(model, optimizer, seed):
             variable.assign(tf.fill(variable.shape, tf.cast(start, variable.dtype)))
 
 
-def mean_squared_error(labels, predictions):
-    """The training loss: mean squared error of the predicted ratings."""
-    return tf.reduce_mean(tf.square(tf.cast(labels, predictions.dtype) - predictions))
-
-
 def held_out_error(model, ratings, batch_size=4096):
     """The model's mean squared error on the held-out ratings, computed here with the variables where they live."""
     predict = tf.function(lambda users, items: model({"user": users, "item": items}))

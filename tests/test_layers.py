@@ -1,6 +1,7 @@
 """The import rule: labkit's modules import only their own layer and the layers below it (the layers of
 labkit/tools/conventions.py, which docs/contributing.md states); what a process loads (a task server does not
-load the cluster); no function takes more than MAX_PARAMETERS parameters."""
+load the cluster); no function takes more than MAX_PARAMETERS parameters; no
+module defines a function or class twice."""
 import ast
 import json
 import subprocess
@@ -149,3 +150,31 @@ def test_a_long_signature_is_found(tmp_path):
     (tmp_path / "lab.py").write_text("def run(a, b, c, d, e, f, g, h, *rest):\n    pass\n\n\nclass Job:\n"
                                      "    def __init__(self, a, b, c, d, e, f, g, h):\n        pass\n")
     assert long_signatures(tmp_path) == {"lab.run": 9}
+
+
+def defined_twice(root):
+    """"module.name" of every function or class that a module or class body of the package at ``root`` defines
+    more than once: the later definition silently replaces the earlier."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        for node in ast.walk(syntax.parse(path.read_text())):
+            if not isinstance(node, (ast.Module, ast.ClassDef)):
+                continue
+            prefix = f"{module}.{node.name + '.' if isinstance(node, ast.ClassDef) else ''}"
+            names = [child.name for child in node.body
+                     if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and not any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in child.decorator_list)]
+            found += sorted(prefix + name for name in set(names) if names.count(name) > 1)
+    return found
+
+
+def test_no_module_defines_a_name_twice():
+    assert defined_twice(LABKIT) == [], "delete the earlier definition (or rename one of them)"
+
+
+def test_a_name_defined_twice_is_found(tmp_path):
+    (tmp_path / "lab.py").write_text("def loss(a):\n    return a\n\n\ndef loss(a):\n    return 2 * a\n\n\nclass Job:\n"
+                                     "    @property\n    def size(self):\n        return 1\n\n"
+                                     "    @size.setter\n    def size(self, value):\n        pass\n")
+    assert defined_twice(tmp_path) == ["lab.loss"]
