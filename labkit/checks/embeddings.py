@@ -37,13 +37,16 @@ def line_predicts(line, rows, measured_mb, role, tolerance=0.1):
 
 
 def held_where_expected(lines, row_bytes, num_ps):
-    """Per million rows, each parameter server grows by at least most of its share of the rows (``row_bytes`` each,
-    the row and its optimizer state), and an all-reduce worker by at least most of all of them."""
+    """Per million rows, each parameter server grows by at least half its share of the rows (``row_bytes`` each,
+    the row and its optimizer state), and an all-reduce worker by at least most of all of them. Half, not all:
+    a table may land in memory its process freed earlier, and PSS moves with the other processes that map the
+    same libraries, so a server's fitted slope scatters around its share from run to run; one without the rows
+    grows by none of it."""
     share_mb = row_bytes / num_ps  # MB per million rows on each server
     grows = {role: line.mb_per_million_rows for role, line in lines.items()}
-    require(grows["parameter server"] >= 0.8 * share_mb,
-            f"each parameter server grew {grows['parameter server']:.1f} MB per million rows, less than its share of "
-            f"the rows ({share_mb:.1f} MB): are the tables split over all {num_ps} servers (the partitioner)?")
+    require(grows["parameter server"] >= 0.5 * share_mb,
+            f"each parameter server grew {grows['parameter server']:.1f} MB per million rows, less than half its share "
+            f"of the rows ({share_mb:.1f} MB): are the tables split over all {num_ps} servers (the partitioner)?")
     require(grows["all-reduce worker"] >= 0.8 * row_bytes,
             f"an all-reduce worker grew {grows['all-reduce worker']:.1f} MB per million rows, less than the rows "
             f"themselves ({row_bytes} MB): every all-reduce worker holds the whole table and its optimizer state.")
