@@ -105,28 +105,20 @@ def make_train_steps(strategy, model, optimizer, loss_fn, steps_per_closure, met
             metric.update_state(labels, outputs)
         return loss
 
-    return pack_steps(strategy, one_step, steps_per_closure, fetch_first=True, unrolled=True)
+    return pack_steps(strategy, one_step, steps_per_closure, fetch_first=True)
 
 
-def pack_steps(strategy, one_step, steps_per_closure, fetch_first=False, unrolled=False):
+def pack_steps(strategy, one_step, steps_per_closure, fetch_first=False):
     """A ``tf.function`` that runs ``one_step(iterator)`` ``steps_per_closure`` times on one worker.
 
     ``one_step`` takes the batch from the iterator itself, so it decides what happens before the fetch.
     With ``fetch_first``, the batch is taken before ``strategy.run`` and ``one_step(*batch)`` gets it:
     MultiWorkerMirroredStrategy refuses ``next(iterator)`` inside ``strategy.run``.
-
-    The steps run in a ``tf.range`` loop: a while loop split over the worker and every parameter server
-    whose variables the step uses, each step finished on all of them before the next starts. With
-    ``unrolled`` the loop is Python's, so tracing writes the step out ``steps_per_closure`` times: less time
-    and CPU per step, and each variable is still read and written in the order the steps are written
-    (``tf.function`` orders the operations on one variable), but nothing else holds a step back until
-    the previous one has finished. Right for a step whose optimizer reads and writes the variables it
-    updates; not for one that must see all of the previous step's updates of other variables.
     """
     @tf.function
     def train_steps(iterator):
         loss = tf.constant(0.0)
-        for _ in range(steps_per_closure) if unrolled else tf.range(steps_per_closure):  # one dispatch, K steps
+        for _ in tf.range(steps_per_closure):  # step packing: one dispatch, K steps
             loss = strategy.run(one_step, args=next(iterator) if fetch_first else (iterator,))
         return loss
 
