@@ -122,21 +122,28 @@ MAX_PARAMETERS = 8  # more: group them in a dataclass (train.Recording, bench.Co
 BEING_REDUCED = set()
 
 
+def bodies(root):
+    """("module." or "module.Class.", its statements) for every module and class of the package at ``root``."""
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        for node in ast.walk(syntax.parse(path.read_text())):
+            if isinstance(node, (ast.Module, ast.ClassDef)):
+                yield f"{module}.{node.name + '.' if isinstance(node, ast.ClassDef) else ''}", node.body
+
+
 def long_signatures(root):
     """{"module.function": its number of parameters, self and cls not counted} of every function of the package
     at ``root`` that takes more than MAX_PARAMETERS."""
     found = {}
-    for path in sorted(root.rglob("*.py")):
-        module = ".".join(path.relative_to(root).with_suffix("").parts)
-        for node in ast.walk(syntax.parse(path.read_text())):
-            for child in node.body if isinstance(node, (ast.Module, ast.ClassDef)) else []:
-                if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                arguments = child.args
-                names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
-                count = len(names) - (names[:1] in (["self"], ["cls"])) + bool(arguments.vararg) + bool(arguments.kwarg)
-                if count > MAX_PARAMETERS:
-                    found[f"{module}.{node.name + '.' if isinstance(node, ast.ClassDef) else ''}{child.name}"] = count
+    for prefix, body in bodies(root):
+        for child in body:
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            arguments = child.args
+            names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+            count = len(names) - (names[:1] in (["self"], ["cls"])) + bool(arguments.vararg) + bool(arguments.kwarg)
+            if count > MAX_PARAMETERS:
+                found[prefix + child.name] = count
     return found
 
 
@@ -156,16 +163,11 @@ def defined_twice(root):
     """"module.name" of every function or class that a module or class body of the package at ``root`` defines
     more than once: the later definition silently replaces the earlier."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        module = ".".join(path.relative_to(root).with_suffix("").parts)
-        for node in ast.walk(syntax.parse(path.read_text())):
-            if not isinstance(node, (ast.Module, ast.ClassDef)):
-                continue
-            prefix = f"{module}.{node.name + '.' if isinstance(node, ast.ClassDef) else ''}"
-            names = [child.name for child in node.body
-                     if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and not any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in child.decorator_list)]
-            found += sorted(prefix + name for name in set(names) if names.count(name) > 1)
+    for prefix, body in bodies(root):
+        names = [child.name for child in body
+                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                 and not any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in child.decorator_list)]
+        found += sorted(prefix + name for name in set(names) if names.count(name) > 1)
     return found
 
 
