@@ -42,6 +42,22 @@ def test_a_sharded_stream_permutes_its_own_share_each_epoch():
     assert not np.array_equal(np.concatenate(first_batches(seed=5)), epochs)
 
 
+@pytest.mark.parametrize("shards", [None, 3])
+def test_a_batch_holds_the_examples_that_shuffling_its_positions_one_by_one_gives(shards):
+    """Four batches of 7 cross three epochs of a 7-example share; each position p is the example that
+    ``index_shuffle(p % 7, [worker seed, p // 7], 6)`` picks, as the documented function gives it alone."""
+    import tensorflow as tf
+
+    from labkit.pipelines import shuffled_batches, worker_seed
+
+    examples = np.arange(7) if shards is None else np.arange(20)
+    step = 1 if shards is None else shards
+    batches = np.concatenate([batch[0].numpy() for batch in shuffled_batches((examples,), 7, 4, shards=shards).take(4)])
+    one_by_one = [step * int(tf.random.experimental.index_shuffle(p % 7, [int(worker_seed(4)), p // 7], 6))
+                  for p in range(28)]
+    assert batches.tolist() == one_by_one
+
+
 def test_next_token_windows_target_the_next_token():
     from labkit.pipelines import next_token_windows
 
