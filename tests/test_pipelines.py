@@ -44,7 +44,7 @@ def test_a_sharded_stream_permutes_its_own_share_each_epoch():
 
 @pytest.mark.parametrize("shards", [None, 3])
 def test_a_batch_holds_the_examples_that_shuffling_its_positions_one_by_one_gives(shards):
-    """Four batches of 7 cross three epochs of a 7-example share; each position p is the example that
+    """Four batches of 7 span four epochs of a 7-example share; each position p is the example that
     ``index_shuffle(p % 7, [worker seed, p // 7], 6)`` picks, as the documented function gives it alone."""
     import tensorflow as tf
 
