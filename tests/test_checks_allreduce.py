@@ -11,12 +11,22 @@ from labkit import checks
 def test_10_the_slowed_worker_bounds_sync_but_not_async():
     limit = checks.lockstep_limit_samples_per_s(2, 64, 100)  # 2 x 64 samples per 0.1 s
     assert limit == 1280
-    checks.sync_waited(1200, 2, 64, 100)
+    # 20 batches per worker, 2 of them ready at the start: 20 batches in the time of 18 pauses
+    assert checks.lockstep_bound_samples_per_s(2, 64, 100, 20) == pytest.approx(1280 * 20 / 18)
+    checks.sync_waited(1353, 2, 64, 100, 20)  # measured under load: 2 ready batches, 5.7 % over the limit
     with pytest.raises(AssertionError, match="really slowed"):
-        checks.sync_waited(3000, 2, 64, 100)
-    checks.async_did_not_wait(3000, 2, 64, 100)
+        checks.sync_waited(1450, 2, 64, 100, 20)
+    checks.sync_waited(1290, 2, 64, 100, 100)
+    with pytest.raises(AssertionError, match="really slowed"):
+        checks.sync_waited(1320, 2, 64, 100, 100)  # over 100 batches 2 ready ones allow only 2 % more
+    checks.async_did_not_wait(3000, 2, 64, 100, 20)
     with pytest.raises(AssertionError, match="wait for the slow one"):
-        checks.async_did_not_wait(1200, 2, 64, 100)
+        checks.async_did_not_wait(1400, 2, 64, 100, 20)  # above the limit, but 2 ready batches explain it
+
+
+def test_10_a_slowed_phase_of_no_more_batches_than_a_worker_has_ready_is_refused():
+    with pytest.raises(ValueError, match="batches_per_worker must be more than 2.*got 2. Train the slowed phase longer"):
+        checks.sync_waited(1000, 2, 64, 100, 2)
 
 
 def test_10_bytes_far_from_the_payload_are_refused():

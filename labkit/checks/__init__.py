@@ -8,8 +8,8 @@ from labkit.checks.core import (  # noqa: F401
     CheckFailed, Checklist, accuracy_reached, close_accuracy, learned, pids_gone, processes_stopped, require,
 )
 from labkit.checks.allreduce import (  # noqa: F401
-    async_did_not_wait, copies_identical, link_bytes_near, lockstep_limit_samples_per_s,
-    moved_rows_not_table, replicated, sharded_over_ps, sync_waited, updates_per_batch_match,
+    READY_BATCHES, async_did_not_wait, copies_identical, link_bytes_near, lockstep_bound_samples_per_s,
+    lockstep_limit_samples_per_s, moved_rows_not_table, replicated, sharded_over_ps, sync_waited, updates_per_batch_match,
 )
 from labkit.checks.cluster_by_hand import (  # noqa: F401
     cluster_trained, servers_serving, tf_configs_valid,
