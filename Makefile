@@ -96,9 +96,11 @@ endif
 lab-small: ## make lab for laptops with little memory: the offline MNIST subset even where full MNIST is cached
 	LABKIT_MNIST_SOURCE=offline-subset $(MAKE) lab
 
-# One pytest call on two workers; each test file runs whole on one of them (pyproject's --dist loadfile).
-test: install-test ## install if needed, then run every test (all tiers, two pytest workers)
-	$(PY) -m pytest -n 2
+# One pytest call on three workers; each test file runs whole on one of them (pyproject's --dist loadfile).
+# Three on the kit's 2 cores: a third worker fills the time the others wait for JupyterLab, the hub, Chromium or a
+# timeout (docs/contributing.md).
+test: install-test ## install if needed, then run every test (all tiers, three pytest workers)
+	$(PY) -m pytest -n 3
 
 test-fast: install-test ## the unit tier alone: no TensorFlow cluster, no kernel, no root
 	$(PY) -m pytest -m unit -n 2

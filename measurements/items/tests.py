@@ -44,8 +44,8 @@ def section(recorded):
 def test_times(record):
     calls = record["result"]
     lines = [f"As CI runs them ({measured_at(record)}). A tier's time is its tests' setup, call and teardown",
-              "seconds added up over the pytest-xdist workers, so with 2 workers a call's tiers add up to about",
-              "twice its wall time.", "",
+              "seconds added up over the pytest-xdist workers, so a call's tiers add up to about its wall time",
+              "times its workers.", "",
               "| pytest call | wall time | " + " | ".join(TIERS) + " |", "|---|---|" + "---|" * len(TIERS)]
     for name, title in CALLS:
         call = calls[name]
