@@ -25,7 +25,7 @@ import requests
 
 from labkit.runtime import isolation, processes
 from measurements import class_hub
-from support.browser import SECONDS, browser_page, failure_screenshot, first_heading  # noqa: F401 (a fixture)
+from support.browser import SECONDS, browser_page, failure_screenshot, first_heading, needs_chromium  # noqa: F401 (a fixture)
 
 CULL_IDLE_SECONDS = 30
 MEM_LIMIT = "3G"  # more than a learner's kernel and small cluster take here, less than B's block below
@@ -254,6 +254,7 @@ def snapshot(home):
             if (status := path.lstat())}
 
 
+@needs_chromium
 def test_a_learner_logs_in_in_the_browser_and_opens_notebook_00(hub_class, browser_page):
     from playwright.sync_api import expect
 
