@@ -8,23 +8,6 @@ Each item (measurements/items/, one module each) makes runs; ``runner`` runs eac
 runs/measurements/ and keeps what the item makes of it, with when and under what load it ran, as JSON in
 measurements/recorded/ (committed). ``page`` renders docs/measurements.md from those records alone, and
 ``publish`` writes the figures other files quote: the README's test times, each notebook's "*Runs in ...*"
-sentence and time notes, labkit/tools/notebook_peaks.json. Adding an item: its module, and its line below.
+sentence and time notes, labkit/tools/notebook_peaks.json. Adding an item: its module, and its line in
+``order.py``.
 """
-from measurements.items import (bench_report, class_on_one_server, cost_model, grading, install, long_cells, notebooks,
-                                startup, stress, tests, variants, workshop_day)
-
-# In the order of the page's sections (and of the runs).
-ITEMS = [
-    tests,
-    install,
-    startup,
-    notebooks,
-    workshop_day,
-    class_on_one_server,
-    grading,
-    variants,
-    cost_model,
-    long_cells,
-    bench_report,
-    stress,
-]

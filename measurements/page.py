@@ -5,7 +5,7 @@ memory figures mean.
 """
 import platform
 
-from measurements import ITEMS
+from measurements.order import ITEMS
 from measurements.records import NO_MNIST_SOURCE, ROOT, minutes
 
 PAGE = ROOT / "docs" / "measurements.md"

@@ -9,7 +9,8 @@ import subprocess
 import sys
 import time
 
-from measurements import ITEMS, records
+from measurements import records
+from measurements.order import ITEMS
 from measurements.items import AS_CI
 from measurements.records import NO_MNIST_SOURCE, RAW, ROOT
 

@@ -5,7 +5,7 @@ An item module has
 - ``result(run, folder)``: what to keep of the run's files in ``folder``, as JSON values (None: it left nothing);
 - ``section(recorded)``: its lines of docs/measurements.md, from every run's record ({name: record}).
 An item that measures nothing itself (the long cells, read from the notebooks' runs) has no runs.
-Adding an item: a module here, and its line in measurements/__init__.py's ITEMS.
+Adding an item: a module here, and its line in measurements/order.py's ITEMS.
 """
 import sys
 from dataclasses import dataclass
