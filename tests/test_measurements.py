@@ -148,6 +148,14 @@ def test_the_small_laptop_runs_and_the_workshop_day_reach_the_page_and_the_peaks
     assert doctor.day_peak(doctor.THREE_HOUR_PLAN, day, doctor.SMALL_LAPTOP) == 2940
 
 
+def test_the_graded_class_hands_in_every_exercise_and_every_kind_of_hand_in():
+    exercise_paths = sorted((records.ROOT / "exercises").glob("*.ipynb"))
+    hand_ins = grading.hand_ins(exercise_paths)
+    assert len(hand_ins) == len(grading.GRADED_CLASS) * len(exercise_paths)
+    assert {path for _, path in hand_ins} == set(exercise_paths)
+    assert set(hand_ins.values()) == set(grading.KINDS)
+
+
 def test_a_graded_class_is_summed_up_by_kind_of_hand_in(tmp_path):
     rows = [{"learner": "learner1", "kind": "solution", "file": "ex1.ipynb", "status": "ok", "score": 4, "max_score": 4,
              "seconds": 20.5},

@@ -1,9 +1,10 @@
 """A class graded with `labkit grade --jobs 2`: the wall time, the memory, what each kind of hand-in took.
 
-6 learners each hand in the 5 exercises, as solved, half solved, blank, with a cell that sleeps forever, or cut off.
+6 learners each hand in every exercise, as solved, half solved, blank, with a cell that sleeps forever, or cut off.
 
     python -m measurements.items.grading FOLDER    # the run: writes FOLDER/grading.json
 """
+import itertools
 import json
 import statistics
 import sys
@@ -17,9 +18,10 @@ import nbformat
 from measurements.items import Run
 from measurements.records import ROOT, gigabytes, measured_at, minutes, titled
 
-# Per learner, what each exercise (in the order of solutions/) is; FLAGS are the options the class is graded with.
-GRADED_CLASS = {"learner1": ["solution"] * 5, "learner2": ["solution"] * 5, "learner3": ["solution"] * 5,
-                "learner4": ["partial"] * 5, "learner5": ["partial"] * 5,
+# Per learner, what they hand in for every exercise, or for each in turn (in the order of solutions/, the list
+# repeated as often as needed); FLAGS are the options the class is graded with.
+GRADED_CLASS = {"learner1": "solution", "learner2": "solution", "learner3": "solution",
+                "learner4": "partial", "learner5": "partial",
                 "learner6": ["blank", "sleeper", "corrupt", "solution", "partial"]}
 JOBS = 2
 FLAGS = {"cell_timeout": 120.0, "timeout": 600.0}  # the sleeper's cell is stopped at the cell timeout
@@ -74,6 +76,12 @@ def class_graded(record):
     return lines + [""]
 
 
+def hand_ins(exercise_paths):
+    """{(learner, exercise path): the kind of hand-in}: every learner of GRADED_CLASS hands in every exercise."""
+    return {(learner, path): kind for learner, plan in GRADED_CLASS.items()
+            for kind, path in zip(itertools.cycle([plan] if isinstance(plan, str) else plan), exercise_paths)}
+
+
 def handed_in(kind, exercise_path):
     """The notebook text a learner hands in for the exercise at ``exercise_path``, being ``kind`` (KINDS)."""
     from labkit.tools import grade
@@ -106,11 +114,10 @@ def grade_class(folder):
     exercise_paths = sorted((ROOT / "exercises").glob("*.ipynb"))
     with tempfile.TemporaryDirectory(prefix="pslab-grading-") as work:
         kinds = {}
-        for learner, plan in GRADED_CLASS.items():
-            (Path(work) / "class" / learner).mkdir(parents=True)
-            for kind, exercise_path in zip(plan, exercise_paths, strict=True):
-                (Path(work) / "class" / learner / exercise_path.name).write_text(handed_in(kind, exercise_path))
-                kinds[learner, exercise_path.stem.split("_")[0]] = kind
+        for (learner, exercise_path), kind in hand_ins(exercise_paths).items():
+            (Path(work) / "class" / learner).mkdir(parents=True, exist_ok=True)
+            (Path(work) / "class" / learner / exercise_path.name).write_text(handed_in(kind, exercise_path))
+            kinds[learner, exercise_path.stem.split("_")[0]] = kind
         began = time.monotonic()
         with PeakMemory() as memory:
             _, rows = grade.grade(Path(work) / "class", Path(work) / "graded", jobs=JOBS, settings=grade.Settings(**FLAGS))
