@@ -247,15 +247,16 @@ def mnist_datasets(coordinator, data, batch_size=64, seed=0, sharded=False, slow
     return coordinator.create_per_worker_dataset(with_slowed_worker(dataset_fn, slow_worker, slow_ms))
 
 
-FIRST_BATCH_ROUNDS = 20  # rounds of 2 closures per worker that first_batches schedules before it gives up
+FIRST_BATCH_SECONDS = 60.0  # how long first_batches waits for every worker to run one of its closures
 
 
-def first_batches(coordinator, dataset_fn, num_workers):
+def first_batches(coordinator, dataset_fn, num_workers, timeout=FIRST_BATCH_SECONDS):
     """Each worker's first batch of labels from ``dataset_fn``, as ``{worker index: labels}``.
 
     A closure returns the index of the worker that ran it with the labels it read;
-    a worker runs its closures in the order they were scheduled. Raises RuntimeError if a
-    worker ran none in ``FIRST_BATCH_ROUNDS`` rounds (a dead worker's closures go to the others).
+    a worker runs its closures in the order they were scheduled. Closures go to whichever worker is free,
+    so a worker still building its dataset on a busy machine can miss a round: rounds go on until every
+    worker has run one, or raise RuntimeError after ``timeout`` seconds (a dead worker's closures go to the others).
     """
     batches = per_worker_iterator(coordinator, dataset_fn)
 
@@ -263,13 +264,15 @@ def first_batches(coordinator, dataset_fn, num_workers):
     def worker_and_labels(iterator):
         return tf.distribute.coordinator.experimental_get_current_worker_index(), next(iterator)[1]
 
-    first = {}
-    for _ in range(FIRST_BATCH_ROUNDS):
+    first, scheduled_in_all, began = {}, 0, time.monotonic()
+    while len(first) < num_workers:
+        if time.monotonic() - began > timeout:
+            missing = sorted(set(range(num_workers)) - set(first))
+            raise RuntimeError(f"workers {missing} ran none of {scheduled_in_all} functions scheduled in {timeout:g} s "
+                               f"(workers {sorted(first)} did): are they alive and in the cluster the strategy was "
+                               "built from?")
         scheduled = [coordinator.schedule(worker_and_labels, args=(batches,)) for _ in range(2 * num_workers)]
+        scheduled_in_all += len(scheduled)
         for worker, labels in (remote.fetch() for remote in scheduled):
             first.setdefault(int(worker), labels)
-        if len(first) == num_workers:
-            return first
-    missing = sorted(set(range(num_workers)) - set(first))
-    raise RuntimeError(f"workers {missing} ran none of {FIRST_BATCH_ROUNDS * 2 * num_workers} scheduled functions "
-                       f"(workers {sorted(first)} did): are they alive and in the cluster the strategy was built from?")
+    return first

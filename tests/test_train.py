@@ -63,8 +63,8 @@ def test_each_worker_streams_its_own_batches_reproducibly(coordinator):
     checks.workers_see_different_batches(own)
     again = train.first_batches(coordinator, train.mnist_dataset_fn(data, 8, seed=0), num_workers=2)
     assert all(np.array_equal(own[worker], again[worker]) for worker in (0, 1)), "same seed, same streams"
-    with pytest.raises(RuntimeError, match=r"workers \[2\] ran none of 120 scheduled functions \(workers \[0, 1\] did\)"):
-        train.first_batches(coordinator, fixed_seed_dataset, num_workers=3)  # this cluster has two
+    with pytest.raises(RuntimeError, match=r"workers \[(1, )?2\] ran none of \d+ functions scheduled in 2 s"):
+        train.first_batches(coordinator, fixed_seed_dataset, num_workers=3, timeout=2)  # this cluster has two
 
 
 def test_the_labs_dataset_fn_sends_workers_a_path_not_the_arrays(cluster, coordinator):
