@@ -16,7 +16,6 @@ Every lab times its training here: a warm-up first (not timed), then intervals, 
 metered by a ``labkit.meter.Meter``, with a row of the ``TrainingLog`` after each.
 """
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,6 +24,7 @@ import tensorflow as tf
 from labkit.pipelines import mnist_dataset_fn, with_slowed_worker
 from labkit.meter import Meter
 from labkit.progress import ProgressLines
+from labkit.runtime import processes
 
 
 @dataclass(kw_only=True)
@@ -264,15 +264,20 @@ def first_batches(coordinator, dataset_fn, num_workers, timeout=FIRST_BATCH_SECO
     def worker_and_labels(iterator):
         return tf.distribute.coordinator.experimental_get_current_worker_index(), next(iterator)[1]
 
-    first, scheduled_in_all, began = {}, 0, time.monotonic()
-    while len(first) < num_workers:
-        if time.monotonic() - began > timeout:
-            missing = sorted(set(range(num_workers)) - set(first))
-            raise RuntimeError(f"workers {missing} ran none of {scheduled_in_all} functions scheduled in {timeout:g} s "
-                               f"(workers {sorted(first)} did): are they alive and in the cluster the strategy was "
-                               "built from?")
-        scheduled = [coordinator.schedule(worker_and_labels, args=(batches,)) for _ in range(2 * num_workers)]
-        scheduled_in_all += len(scheduled)
-        for worker, labels in (remote.fetch() for remote in scheduled):
+    first, scheduled = {}, 0
+
+    def every_worker_ran_one():  # a round: two closures per worker, each taken by whichever worker is free
+        nonlocal scheduled
+        remotes = [coordinator.schedule(worker_and_labels, args=(batches,)) for _ in range(2 * num_workers)]
+        scheduled += len(remotes)
+        for worker, labels in (remote.fetch() for remote in remotes):
             first.setdefault(int(worker), labels)
+        return len(first) == num_workers
+
+    def none_ran(_):
+        missing = sorted(set(range(num_workers)) - set(first))
+        return RuntimeError(f"workers {missing} ran none of {scheduled} functions scheduled in {timeout:g} s (workers "
+                            f"{sorted(first)} did): are they alive and in the cluster the strategy was built from?")
+
+    processes.wait_until(every_worker_ran_one, timeout, "every worker to run one", interval=0, error=none_ran)
     return first
