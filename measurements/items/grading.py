@@ -18,10 +18,10 @@ import nbformat
 from measurements.items import Run
 from measurements.records import ROOT, gigabytes, measured_at, minutes, titled
 
-# Per learner, what they hand in for every exercise, or for each in turn (in the order of solutions/, the list
-# repeated as often as needed); FLAGS are the options the class is graded with.
-GRADED_CLASS = {"learner1": "solution", "learner2": "solution", "learner3": "solution",
-                "learner4": "partial", "learner5": "partial",
+# Per learner, what they hand in for each exercise in turn (in the order of solutions/, the list repeated as often
+# as needed); FLAGS are the options the class is graded with.
+GRADED_CLASS = {"learner1": ["solution"], "learner2": ["solution"], "learner3": ["solution"],
+                "learner4": ["partial"], "learner5": ["partial"],
                 "learner6": ["blank", "sleeper", "corrupt", "solution", "partial"]}
 JOBS = 2
 FLAGS = {"cell_timeout": 120.0, "timeout": 600.0}  # the sleeper's cell is stopped at the cell timeout
@@ -79,7 +79,7 @@ def class_graded(record):
 def hand_ins(exercise_paths):
     """{(learner, exercise path): the kind of hand-in}: every learner of GRADED_CLASS hands in every exercise."""
     return {(learner, path): kind for learner, plan in GRADED_CLASS.items()
-            for kind, path in zip(itertools.cycle([plan] if isinstance(plan, str) else plan), exercise_paths)}
+            for kind, path in zip(itertools.cycle(plan), exercise_paths)}
 
 
 def handed_in(kind, exercise_path):
